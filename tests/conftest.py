@@ -1,0 +1,38 @@
+"""Shared fixtures: tiny in-process causal LMs (Llama and Qwen2) with a small chat tokenizer."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+# No machine running the tests reaches a model hub: fail fast instead of waiting on the network.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
+
+from faithgrpo.testing import save_tiny_causal_lm, tiny_causal_lm, tiny_tokenizer  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def tiny_tok():
+    """A byte-level BPE tokenizer with a ChatML chat template."""
+    return tiny_tokenizer()
+
+
+@pytest.fixture(scope="session")
+def tiny_llama():
+    """``(model, tokenizer)``: a randomly initialised two-layer Llama, float32, CPU, eval mode."""
+    return tiny_causal_lm("llama", seed=0)
+
+
+@pytest.fixture(scope="session")
+def tiny_qwen2():
+    """``(model, tokenizer)``: a randomly initialised two-layer Qwen2, float32, CPU, eval mode."""
+    return tiny_causal_lm("qwen2", seed=0)
+
+
+@pytest.fixture(scope="session")
+def tiny_llama_path(tmp_path_factory):
+    """A local checkpoint directory holding a tiny Llama and its tokenizer."""
+    return save_tiny_causal_lm(tmp_path_factory.mktemp("tiny_llama"), "llama", seed=0)

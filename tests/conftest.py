@@ -11,7 +11,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
 
-from faithgrpo.testing import save_tiny_causal_lm, tiny_causal_lm, tiny_tokenizer  # noqa: E402
+from faithgrpo.testing import save_tiny_causal_lm, tiny_causal_lm, tiny_tokenizer
 
 
 @pytest.fixture(scope="session")

@@ -120,7 +120,11 @@ def test_embedded_model_config_and_greedy_generation():
 
     model = AutoModelForCausalLM.from_pretrained(path)
     tok = AutoTokenizer.from_pretrained(path)
-    assert (model.config.num_hidden_layers, model.config.hidden_size, model.config.vocab_size) == (30, 576, 49152)
+    assert (model.config.num_hidden_layers, model.config.hidden_size, model.config.vocab_size) == (
+        30,
+        576,
+        49152,
+    )
     assert all(p.dtype == torch.float32 for p in model.parameters())  # de-quantised, not GGUF blocks
     inputs = tok.apply_chat_template(
         [{"role": "user", "content": "Name a colour."}],

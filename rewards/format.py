@@ -1,0 +1,118 @@
+"""Format rewards: the ``<think>``/``<answer>`` envelope and the six CALVER trace slots."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from faithgrpo.rewards.diagnostics import log_reasons
+from faithgrpo.rewards.text import completion_text
+from faithgrpo.rewards.trace import SLOT_NAMES, parse_query_call, parse_trace
+
+MAX_COMPLETION_CHARS = 20_000
+MAX_STRATEGY_CHARS = 300
+
+_ENVELOPE_RE = re.compile(r"\A\s*<think>(.*?)</think>\s*<answer>(.*?)</answer>\s*\Z", re.DOTALL)
+FORMAT_REASONS = ("too_long", "bad_envelope", "repeated_tag", "empty_think", "empty_answer")
+
+
+def format_reward(completions: list[Any], **kwargs: Any) -> list[float]:
+    """1.0 when a completion is ``<think>…</think>`` then ``<answer>…</answer>``, each once and non-empty,
+    with nothing but whitespace around them; else 0.0.
+
+    Args:
+        completions: plain strings or conversational completions.
+        **kwargs: TRL's reward kwargs; ``log_metric`` receives the share of each failure reason
+            (``format/bad_envelope``, ``format/empty_answer``, …).
+
+    Returns:
+        One float per completion.
+
+    Example:
+        >>> format_reward(["<think>A causes B.</think>\\n<answer>yes</answer>", "<answer>yes</answer>"])
+        [1.0, 0.0]
+    """
+    rewards, reasons = [], []
+    for completion in completions:
+        reason = _envelope_problem(completion_text(completion))
+        rewards.append(0.0 if reason else 1.0)
+        reasons.append(reason)
+    log_reasons("format", reasons, FORMAT_REASONS, kwargs)
+    return rewards
+
+
+def _envelope_problem(text: str) -> str | None:
+    if len(text) > MAX_COMPLETION_CHARS:
+        return "too_long"
+    if any(text.count(tag) != 1 for tag in ("<think>", "</think>", "<answer>", "</answer>")):
+        return (
+            "repeated_tag" if any(text.count(tag) > 1 for tag in ("<think>", "<answer>")) else "bad_envelope"
+        )
+    match = _ENVELOPE_RE.match(text)
+    if match is None:
+        return "bad_envelope"
+    if not match.group(1).strip():
+        return "empty_think"
+    if not match.group(2).strip():
+        return "empty_answer"
+    return None
+
+
+TRACE_FORMAT_REASONS = tuple(f"bad_{name}" for name in SLOT_NAMES)
+
+
+def trace_format_reward(completions: list[Any], **kwargs: Any) -> list[float]:
+    """Share of the six CALVER slots that are present and parse, structure only: k/6.
+
+    A slot passes when: GRAPH parses as an edge list; QUERY reads ``kind(role=value, ...)``;
+    STRATEGY is a short non-empty phrase; DERIVATION has at least one line; RESULT is non-empty;
+    ``<answer>`` is non-empty. Whether any of it is *right* is CALVER's job (``calver_reward``).
+
+    Args:
+        completions: plain strings or conversational completions.
+        **kwargs: TRL's reward kwargs; ``log_metric`` receives the share of completions failing each
+            slot (``trace_format/bad_graph``, …).
+
+    Returns:
+        One float in {0, 1/6, …, 1} per completion.
+
+    Example:
+        >>> text = ("<think>GRAPH: U -> X; U -> Y; X -> Y\\nQUERY: backdoor_set(treatment=X, outcome=Y)\\n"
+        ...         "STRATEGY: backdoor criterion\\nDERIVATION:\\n- U opens X <- U -> Y\\nRESULT: {U}</think>"
+        ...         "<answer>{U}</answer>")
+        >>> trace_format_reward([text, "no trace"])
+        [1.0, 0.0]
+    """
+    rewards, failures = [], []
+    for completion in completions:
+        passed = trace_slots_parse(completion_text(completion))
+        rewards.append(sum(passed.values()) / len(SLOT_NAMES))
+        failures.append([name for name, ok in passed.items() if not ok])
+    log_metric = kwargs.get("log_metric")
+    if callable(log_metric) and failures:
+        for name in SLOT_NAMES:
+            share = sum(name in f for f in failures) / len(failures)
+            log_metric(f"trace_format/bad_{name}", share)
+    return rewards
+
+
+def trace_slots_parse(text: str) -> dict[str, bool]:
+    """For each of the six slot names, whether it is present and parses (structure only)."""
+    from faithgrpo.tasks.graph import GraphParseError, parse_graph
+
+    trace = parse_trace(text, max_chars=MAX_COMPLETION_CHARS)
+    graph_ok = False
+    if trace.graph:
+        try:
+            parse_graph(trace.graph)
+            graph_ok = True
+        except (GraphParseError, ValueError):
+            graph_ok = False
+    return {
+        "graph": graph_ok,
+        "query": bool(trace.query) and parse_query_call(trace.query) is not None,
+        "strategy": bool(trace.strategy) and len(trace.strategy) <= MAX_STRATEGY_CHARS,
+        "derivation": bool(trace.derivation),
+        "result": bool(trace.result),
+        "answer": bool(trace.answer),
+    }

@@ -1,0 +1,918 @@
+"""Causal query kinds: the query JSON, answer parsing, grading and enumeration of valid answers.
+
+A causal problem (DESIGN §4) is ``{"graph": {...}, "query": {...}, "cpts": {...}?, "text": ...}``.
+``problem["query"]`` is a dict with a ``"kind"`` and the kind's fields below. Node fields marked
+*node* take one node name; fields marked *nodes* take a name or a list of names.
+
+===============  ==================================  ==============  ==============  =====================
+kind             query fields                        graph types     answer          answer is valid when
+===============  ==================================  ==============  ==============  =====================
+backdoor_set     treatment, outcome (node);          DAG, ADMG       node set        backdoor criterion
+                 variant: any | minimal | maximal                                    (minimal: no proper
+                 (maximal: DAG only)                                                 subset valid; maximal:
+                                                                                     no proper superset)
+frontdoor_set    treatment, outcome (node)           DAG, ADMG       node set        Pearl's 3 conditions
+dsep_set         x, y (nodes); variant: any|minimal  DAG             node set        Z d-separates x, y
+msep_set         x, y (nodes); variant: any|minimal  ADMG, DAG       node set        Z m-separates x, y
+ci_test          x, y (nodes); given (nodes, [])     DAG, ADMG       yes / no        yes iff x ⊥ y | given
+directed_path    treatment, outcome (node)           DAG, ADMG, DG   yes / no        yes iff do(X) can
+                                                                                     affect Y (directed path)
+mediator         treatment, outcome (node)           DAG, ADMG       one node        on a directed path
+                                                                                     X -> ... -> M -> ... -> Y
+cycle            (none)                              DG              node sequence   simple directed cycle
+ate              treatment, outcome (node);          DAG + ``cpts``  yes / no        yes iff the causal ATE
+                 threshold (number); margin (>= 0,                   (+ optional ψ)  ψ > threshold; a ψ given
+                 default 0); tolerance (default                                      must be within tolerance
+                 0.01)                                                               of the true ψ
+===============  ==================================  ==============  ==============  =====================
+
+Examples::
+
+    {"kind": "backdoor_set", "treatment": "X", "outcome": "Y", "variant": "minimal"}
+    {"kind": "ci_test", "x": "A", "y": ["B"], "given": ["C", "D"]}
+    {"kind": "ate", "treatment": "X", "outcome": "Y", "threshold": 0.1, "margin": 0.02}
+    {"kind": "cycle"}
+
+Answer text accepted by ``parse_answer`` (everything is bounded; anything else parses to ``None``):
+
+* node set: ``{U, V}``, ``{'U', 'V'}``, ``["U", "V"]``, ``U, V``, ``U and V``, ``set()``, ``{}``,
+  ``∅``, ``none``, ``empty set``; prose around exactly one ``{...}``/``[...]`` block is ignored.
+* yes / no: ``yes``, ``No.``, ``true``, ``false``; a lone yes or no word anywhere in the text.
+* one node: ``M``, ``'M'``, ``{M}``.
+* cycle: ``A -> B -> C -> A``, ``A → B → C``, ``[A, B, C]``, ``A, B, C`` (closing repeat optional).
+* ate: a yes/no word plus, optionally, ``ψ = 0.23`` (also ``psi``, ``ATE``, ``effect``; ``=``, ``:``,
+  ``≈``).
+
+Canonical forms (``format_answer``, used for plurality voting and exact match): sets ``{A, B}``
+in natural node order (``{}`` when empty), ``yes``/``no``, a node name, cycles ``A -> B -> C -> A``
+rotated to start at their smallest node.
+
+Queries are restated in traces as ``kind(field=value, ...)`` (see :func:`format_query` and
+:func:`parse_query`), e.g. ``backdoor_set(treatment=X, outcome=Y, variant=minimal)``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from faithgrpo.rewards.text import extract_answer
+from faithgrpo.tasks import criteria as C
+from faithgrpo.tasks.graph import NODE_RE, CausalGraph, GraphParseError, node_sort_key, parse_path
+
+__all__ = [
+    "MAX_ANSWER_CHARS",
+    "MAX_SET_SIZE",
+    "QUERY_KINDS",
+    "QueryKind",
+    "format_query",
+    "grade_answer",
+    "load_problem",
+    "normalize_answer",
+    "parse_cycle",
+    "parse_node",
+    "parse_node_set",
+    "parse_query",
+    "parse_yes_no",
+    "query_matches",
+]
+
+MAX_ANSWER_CHARS = 4_096
+MAX_SET_SIZE = 256
+MAX_QUERY_CHARS = 2_048
+
+# ---------------------------------------------------------------------------------------------
+# answer parsers (bounded, never raise)
+_EMPTY_SET = frozenset(
+    {"set()", "{}", "[]", "()", "∅", "none", "empty", "empty set", "the empty set", "nothing"}
+)
+_BLOCK_RE = re.compile(r"[{\[(][^{}\[\]()]*[}\])]")
+_SET_ITEM_SPLIT_RE = re.compile(r"[,;\s]+")
+_YES_NO_RE = re.compile(r"\b(yes|no|true|false)\b", re.IGNORECASE)
+_PSI_RE = re.compile(
+    r"(?:ψ|\bpsi\b|\bate\b|\beffect\b)\s*(?:=|:|≈|is)\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)",
+    re.IGNORECASE,
+)
+_QUOTES = "'\"`"
+
+
+def _clean(text: Any) -> str | None:
+    if not isinstance(text, str) or len(text) > MAX_ANSWER_CHARS:
+        return None
+    return text.strip()
+
+
+def _items(content: str) -> list[str] | None:
+    out = []
+    for tok in _SET_ITEM_SPLIT_RE.split(content):
+        tok = tok.strip(_QUOTES)
+        if not tok or tok.lower() == "and":
+            continue
+        if not NODE_RE.fullmatch(tok):
+            return None
+        out.append(tok)
+        if len(out) > MAX_SET_SIZE:
+            return None
+    return out
+
+
+def parse_node_set(text: Any) -> frozenset[str] | None:
+    """Parse a node set (formats in the module docstring); ``None`` when it is not one.
+
+    Example:
+        >>> sorted(parse_node_set("{'U', 'V'}")), parse_node_set("set()"), parse_node_set("{A} or {B}")
+        (['U', 'V'], frozenset(), None)
+    """
+    s = _clean(text)
+    if s is None:
+        return None
+    s = s.rstrip(".").strip()
+    if s.lower() in _EMPTY_SET:
+        return frozenset()
+    blocks = _BLOCK_RE.findall(s)
+    if len(blocks) > 1:
+        return None
+    if len(blocks) == 1:
+        inner = blocks[0][1:-1].strip()
+        if not inner:
+            return frozenset()
+        items = _items(inner)
+    elif any(ch in s for ch in "{}[]()"):
+        return None  # unbalanced or nested brackets
+    else:
+        items = _items(s)
+    if not items:
+        return None
+    return frozenset(items)
+
+
+def parse_yes_no(text: Any) -> bool | None:
+    """``True`` for yes/true, ``False`` for no/false, ``None`` when absent or contradictory.
+
+    A leading yes/no word decides; otherwise the text must contain yes-words or no-words, not both.
+
+    Example:
+        >>> parse_yes_no("Yes."), parse_yes_no("no, they are not"), parse_yes_no("maybe")
+        (True, False, None)
+    """
+    s = _clean(text)
+    if not s:
+        return None
+    words = [m.lower() for m in _YES_NO_RE.findall(s[:MAX_ANSWER_CHARS])]
+    if not words:
+        return None
+    lead = re.match(r"\W*(yes|no|true|false)\b", s, re.IGNORECASE)
+    if lead:
+        return lead.group(1).lower() in ("yes", "true")
+    found = {w in ("yes", "true") for w in words}
+    return found.pop() if len(found) == 1 else None
+
+
+def parse_node(text: Any) -> str | None:
+    """One node name, optionally quoted or in braces (``M``, ``'M'``, ``{M}``); else ``None``."""
+    s = _clean(text)
+    if not s:
+        return None
+    s = s.rstrip(".").strip()
+    if len(s) >= 2 and s[0] in "{[(" and s[-1] in "}])":
+        s = s[1:-1].strip()
+    s = s.strip(_QUOTES)
+    return s if NODE_RE.fullmatch(s) else None
+
+
+def parse_cycle(text: Any) -> tuple[str, ...] | None:
+    """A node sequence from ``A -> B -> C -> A`` or ``[A, B, C]``; the closing repeat is dropped.
+
+    Example:
+        >>> parse_cycle("A -> B -> C -> A"), parse_cycle("[A, B, C]"), parse_cycle("A <- B")
+        (('A', 'B', 'C'), ('A', 'B', 'C'), None)
+    """
+    s = _clean(text)
+    if not s:
+        return None
+    s = s.rstrip(".").strip()
+    if any(a in s for a in ("->", "→", "<-", "←", "↔")):
+        try:
+            path = parse_path(s, max_nodes=MAX_SET_SIZE)
+        except GraphParseError:
+            return None
+        if any(m != "->" for m in path.marks):
+            return None
+        nodes = list(path.nodes)
+    else:
+        if len(s) >= 2 and s[0] in "[(" and s[-1] in "])":
+            s = s[1:-1]
+        if any(ch in s for ch in "{}[]()"):
+            return None
+        nodes = _items(s)
+        if nodes is None:
+            return None
+    if len(nodes) >= 2 and nodes[0] == nodes[-1]:
+        nodes = nodes[:-1]
+    return tuple(nodes) if len(nodes) >= 2 else None
+
+
+def _parse_ate(text: Any) -> tuple[bool, float | None] | None:
+    s = _clean(text)
+    if not s:
+        return None
+    decision = parse_yes_no(s)
+    if decision is None:
+        return None
+    m = _PSI_RE.search(s)
+    psi = float(m.group(1)) if m else None
+    if psi is not None and not math.isfinite(psi):
+        return None
+    return decision, psi
+
+
+# ---------------------------------------------------------------------------------------------
+# canonical formatting
+def _format_set(value: Any) -> str:
+    return "{" + ", ".join(sorted(value, key=node_sort_key)) + "}"
+
+
+def _format_yes_no(value: Any) -> str:
+    return "yes" if value else "no"
+
+
+def _rotate(cycle: tuple[str, ...]) -> tuple[str, ...]:
+    i = min(range(len(cycle)), key=lambda k: node_sort_key(cycle[k]))
+    return tuple(cycle[i:] + cycle[:i])
+
+
+def _format_cycle(value: Any) -> str:
+    nodes = _rotate(tuple(value))
+    return " -> ".join((*nodes, nodes[0]))
+
+
+# ---------------------------------------------------------------------------------------------
+# query fields
+def _one(graph: CausalGraph, query: Mapping, role: str) -> str:
+    v = query.get(role)
+    if not isinstance(v, str) or v not in graph.node_set:
+        raise ValueError(
+            f"query field {role!r} must name one graph node, got {v!r}; nodes are {list(graph.nodes)}"
+        )
+    return v
+
+
+def _many(graph: CausalGraph, query: Mapping, role: str, *, allow_empty: bool = False) -> frozenset[str]:
+    v = query.get(role, [] if allow_empty else None)
+    vs = [v] if isinstance(v, str) else v
+    if not isinstance(vs, (list, tuple)) or not all(isinstance(u, str) for u in vs):
+        raise ValueError(f"query field {role!r} must be a node name or a list of node names, got {v!r}")
+    if not vs and not allow_empty:
+        raise ValueError(f"query field {role!r} must not be empty")
+    missing = set(vs) - graph.node_set
+    if missing:
+        raise ValueError(
+            f"query field {role!r} has unknown node(s) {sorted(missing)}; nodes are {list(graph.nodes)}"
+        )
+    return frozenset(vs)
+
+
+def _pair(graph: CausalGraph, query: Mapping) -> tuple[str, str]:
+    x, y = _one(graph, query, "treatment"), _one(graph, query, "outcome")
+    if x == y:
+        raise ValueError("query 'treatment' and 'outcome' must differ")
+    return x, y
+
+
+def _check_pair(graph: CausalGraph, query: Mapping, cpts: Mapping | None) -> None:
+    _pair(graph, query)
+
+
+def _xy(graph: CausalGraph, query: Mapping) -> tuple[frozenset[str], frozenset[str]]:
+    xs, ys = _many(graph, query, "x"), _many(graph, query, "y")
+    if xs & ys:
+        raise ValueError(f"query fields 'x' and 'y' overlap on {sorted(xs & ys)}")
+    return xs, ys
+
+
+def _variant(query: Mapping) -> str:
+    return str(query.get("variant", "any"))
+
+
+def _subsets(pool: frozenset[str], limit: int, max_checks: int, ok: Callable[[frozenset[str]], bool]) -> list:
+    """Valid subsets of ``pool`` by increasing size (then natural order), bounded by both caps."""
+    out, checks = [], 0
+    items = sorted(pool, key=node_sort_key)
+    for k in range(len(items) + 1):
+        for combo in itertools.combinations(items, k):
+            checks += 1
+            if checks > max_checks:
+                return out
+            z = frozenset(combo)
+            if ok(z):
+                out.append(z)
+                if len(out) >= limit:
+                    return out
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# per-kind logic: check(graph, query, cpts) raises ValueError; valid(...) / enumerate(...) assume checked
+def _check_backdoor(g, q, cpts):
+    _pair(g, q)
+    if _variant(q) == "maximal" and g.kind != "DAG":
+        raise ValueError("variant 'maximal' is defined for DAGs only; use 'any' or 'minimal' for ADMGs")
+
+
+def _valid_backdoor(g, q, z, cpts):
+    x, y = _pair(g, q)
+    variant = _variant(q)
+    if variant == "minimal":
+        return C.is_minimal_backdoor_set(g, x, y, z)
+    if variant == "maximal":
+        return C.is_maximal_backdoor_set(g, x, y, z)
+    return C.is_backdoor_set(g, x, y, z)
+
+
+def _enum_backdoor(g, q, limit, max_checks, cpts):
+    x, y = _pair(g, q)
+    if _variant(q) == "maximal":
+        best = C.maximal_backdoor_set(g, x, y)
+        return [] if best is None else [best]
+    return _subsets(
+        C.backdoor_candidates(g, x, y), limit, max_checks, lambda z: _valid_backdoor(g, q, z, cpts)
+    )
+
+
+def _valid_frontdoor(g, q, z, cpts):
+    x, y = _pair(g, q)
+    return C.is_frontdoor_set(g, x, y, z)
+
+
+def _enum_frontdoor(g, q, limit, max_checks, cpts):
+    x, y = _pair(g, q)
+    return _subsets(g.node_set - {x, y}, limit, max_checks, lambda z: C.is_frontdoor_set(g, x, y, z))
+
+
+def _check_sep(g, q, cpts):
+    _xy(g, q)
+
+
+def _valid_sep(g, q, z, cpts):
+    xs, ys = _xy(g, q)
+    if z & (xs | ys):
+        return False
+    if _variant(q) == "minimal":
+        return C.is_minimal_m_separator(g, xs, ys, z)
+    return C.m_separated(g, xs, ys, z)
+
+
+def _enum_sep(g, q, limit, max_checks, cpts):
+    xs, ys = _xy(g, q)
+    return _subsets(g.node_set - xs - ys, limit, max_checks, lambda z: _valid_sep(g, q, z, cpts))
+
+
+def _check_ci(g, q, cpts):
+    xs, ys = _xy(g, q)
+    given = _many(g, q, "given", allow_empty=True)
+    if given & (xs | ys):
+        raise ValueError(f"query field 'given' overlaps 'x'/'y' on {sorted(given & (xs | ys))}")
+
+
+def _truth_ci(g, q, cpts):
+    xs, ys = _xy(g, q)
+    return C.m_separated(g, xs, ys, _many(g, q, "given", allow_empty=True))
+
+
+def _truth_directed(g, q, cpts):
+    x, y = _pair(g, q)
+    return C.has_directed_path(g, x, y)
+
+
+def _valid_mediator(g, q, m, cpts):
+    x, y = _pair(g, q)
+    return m in g.node_set and C.is_mediator(g, x, y, m)
+
+
+def _enum_mediator(g, q, limit, max_checks, cpts):
+    x, y = _pair(g, q)
+    return sorted(C.mediators(g, x, y), key=node_sort_key)[:limit]
+
+
+def _check_cycle(g, q, cpts):
+    pass
+
+
+def _valid_cycle(g, q, seq, cpts):
+    return C.is_directed_cycle(g, seq)
+
+
+def _enum_cycle(g, q, limit, max_checks, cpts):
+    return C.simple_cycles(g, limit=limit)
+
+
+def _check_ate(g, q, cpts):
+    _pair(g, q)
+    for name, default in (("threshold", None), ("margin", 0.0), ("tolerance", 0.01)):
+        v = q.get(name, default)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            raise ValueError(f"ate query field {name!r} must be a finite number, got {v!r}")
+        if name != "threshold" and v < 0:
+            raise ValueError(f"ate query field {name!r} must be >= 0, got {v!r}")
+    if cpts is None:
+        raise ValueError("ate queries need the problem's 'cpts'")
+    C.validate_cpts(cpts, g)
+
+
+def _true_ate(g, q, cpts) -> float:
+    x, y = _pair(g, q)
+    return C.interventional_ate(cpts, x, y)
+
+
+def _valid_ate(g, q, value, cpts):
+    decision, psi = value
+    true_psi = _true_ate(g, q, cpts)
+    if decision != (true_psi > float(q["threshold"])):
+        return False
+    return psi is None or abs(psi - true_psi) <= float(q.get("tolerance", 0.01))
+
+
+def _enum_ate(g, q, limit, max_checks, cpts):
+    true_psi = _true_ate(g, q, cpts)
+    return [(true_psi > float(q["threshold"]), true_psi)]
+
+
+def _yes_no_kind(truth: Callable) -> tuple[Callable, Callable]:
+    def valid(g, q, value, cpts):
+        return value == truth(g, q, cpts)
+
+    def enum(g, q, limit, max_checks, cpts):
+        return [truth(g, q, cpts)]
+
+    return valid, enum
+
+
+# ---------------------------------------------------------------------------------------------
+_STRATEGY_NORM_RE = re.compile(r"[^a-z0-9]+")
+
+
+def _norm(text: str) -> str:
+    return _STRATEGY_NORM_RE.sub("", text.lower())
+
+
+@dataclass(frozen=True)
+class QueryKind:
+    """One query kind: its fields, accepted methods, answer grammar and validity predicate.
+
+    Attributes:
+        name: the ``query["kind"]`` string.
+        roles: node-valued query fields the query names (in restatement order).
+        graph_kinds: graph types the kind is defined on.
+        answer_type: ``"set"``, ``"yes_no"``, ``"node"``, ``"cycle"`` or ``"ate"``.
+        strategies: method names that decide the kind (matched leniently by :meth:`matches_strategy`).
+        variants: allowed ``query["variant"]`` values (``("any",)`` when the kind has none).
+        params: non-node query fields (``variant``, ``threshold``...).
+        description: one line for prompts and docs.
+    """
+
+    name: str
+    roles: tuple[str, ...]
+    graph_kinds: tuple[str, ...]
+    answer_type: str
+    strategies: tuple[str, ...]
+    description: str
+    check: Callable[[CausalGraph, Mapping, Mapping | None], None]
+    valid: Callable[[CausalGraph, Mapping, Any, Mapping | None], bool]
+    enumerate: Callable[[CausalGraph, Mapping, int, int, Mapping | None], list]
+    variants: tuple[str, ...] = ("any",)
+    params: tuple[str, ...] = ()
+
+    def parse_answer(self, text: Any) -> Any:
+        """Parse answer text into this kind's value (set, bool, node, tuple, (bool, ψ)); ``None`` if unparsable.
+
+        Never raises; text over :data:`MAX_ANSWER_CHARS` is unparsable.
+
+        Example:
+            >>> QUERY_KINDS["backdoor_set"].parse_answer("{'U'}")
+            frozenset({'U'})
+        """
+        return _PARSERS[self.answer_type](text)
+
+    def format_answer(self, value: Any) -> str:
+        """The canonical string of a parsed value (see the module docstring)."""
+        return _FORMATTERS[self.answer_type](value)
+
+    def check_query(self, graph: CausalGraph, query: Mapping, cpts: Mapping | None = None) -> None:
+        """Raise ``ValueError`` naming the fix when ``query`` is not a well-formed query of this kind on ``graph``."""
+        if not isinstance(query, Mapping) or query.get("kind") != self.name:
+            raise ValueError(f"query must be a dict with kind {self.name!r}")
+        if graph.kind not in self.graph_kinds:
+            raise ValueError(
+                f"{self.name} queries need a graph of type {list(self.graph_kinds)}, got {graph.kind}"
+            )
+        if _variant(query) not in self.variants:
+            raise ValueError(
+                f"{self.name} variant must be one of {list(self.variants)}, got {_variant(query)!r}"
+            )
+        self.check(graph, query, cpts)
+
+    def is_valid(self, graph: CausalGraph, query: Mapping, value: Any, cpts: Mapping | None = None) -> bool:
+        """Whether a parsed answer ``value`` satisfies the query predicate on ``graph``.
+
+        Args:
+            graph: the verification graph.
+            query: the query dict.
+            value: output of :meth:`parse_answer` (``None`` gives ``False``).
+            cpts: the problem's CPTs (``ate`` only).
+
+        Returns:
+            ``True`` iff valid. Unknown nodes in ``value`` give ``False``.
+
+        Raises:
+            ValueError: the *query* (or graph kind, or CPTs) is malformed.
+        """
+        self.check_query(graph, query, cpts)
+        if value is None:
+            return False
+        if self.answer_type in ("set", "cycle") and not set(value) <= graph.node_set:
+            return False
+        try:
+            return bool(self.valid(graph, query, value, cpts))
+        except (ValueError, TypeError):
+            return False  # a value the predicate cannot take (e.g. a set overlapping X) is not valid
+
+    def valid_answers(
+        self,
+        graph: CausalGraph,
+        query: Mapping,
+        *,
+        limit: int = 64,
+        max_checks: int = 4_096,
+        cpts: Mapping | None = None,
+    ) -> list:
+        """Enumerate valid answer values, deterministically and bounded.
+
+        Sets come smallest first (then natural order), at most ``limit`` of them, after at most
+        ``max_checks`` candidate subsets; yes/no and ``ate`` kinds give their single true value;
+        ``cycle`` gives simple cycles rotated to their smallest node.
+
+        Raises:
+            ValueError: a malformed query.
+
+        Example:
+            >>> from faithgrpo.tasks.graph import parse_graph
+            >>> g = parse_graph("A -> X; B -> X; A -> Y; B -> Y; X -> Y")
+            >>> q = {"kind": "backdoor_set", "treatment": "X", "outcome": "Y"}
+            >>> [QUERY_KINDS["backdoor_set"].format_answer(v) for v in QUERY_KINDS["backdoor_set"].valid_answers(g, q)]
+            ['{A, B}']
+        """
+        self.check_query(graph, query, cpts)
+        return self.enumerate(graph, query, limit, max_checks, cpts)
+
+    def matches_strategy(self, text: Any) -> bool:
+        """Whether ``text`` names one of :attr:`strategies`, ignoring case, spaces and punctuation."""
+        if not isinstance(text, str) or not text.strip():
+            return False
+        t = _norm(text[:MAX_ANSWER_CHARS])
+        return any(_norm(s) in t for s in self.strategies)
+
+
+_PARSERS: dict[str, Callable[[Any], Any]] = {
+    "set": parse_node_set,
+    "yes_no": parse_yes_no,
+    "node": parse_node,
+    "cycle": parse_cycle,
+    "ate": _parse_ate,
+}
+_FORMATTERS: dict[str, Callable[[Any], str]] = {
+    "set": _format_set,
+    "yes_no": _format_yes_no,
+    "node": str,
+    "cycle": _format_cycle,
+    "ate": lambda v: _format_yes_no(v[0]),
+}
+
+_ci_valid, _ci_enum = _yes_no_kind(_truth_ci)
+_dp_valid, _dp_enum = _yes_no_kind(_truth_directed)
+_ACYCLIC = ("DAG", "ADMG")
+_SEP_STRATEGIES = (
+    "d-separation",
+    "m-separation",
+    "Bayes ball",
+    "moral graph",
+    "moralization",
+    "global Markov property",
+)
+
+QUERY_KINDS: dict[str, QueryKind] = {
+    q.name: q
+    for q in (
+        QueryKind(
+            "backdoor_set",
+            ("treatment", "outcome"),
+            _ACYCLIC,
+            "set",
+            ("backdoor criterion", "backdoor adjustment", "adjustment criterion", "adjustment set"),
+            "a set Z satisfying the backdoor criterion for the effect of treatment on outcome",
+            _check_backdoor,
+            _valid_backdoor,
+            _enum_backdoor,
+            variants=("any", "minimal", "maximal"),
+            params=("variant",),
+        ),
+        QueryKind(
+            "frontdoor_set",
+            ("treatment", "outcome"),
+            _ACYCLIC,
+            "set",
+            ("frontdoor criterion", "frontdoor adjustment"),
+            "a set Z satisfying Pearl's front-door criterion for treatment and outcome",
+            _check_pair,
+            _valid_frontdoor,
+            _enum_frontdoor,
+        ),
+        QueryKind(
+            "dsep_set",
+            ("x", "y"),
+            ("DAG",),
+            "set",
+            _SEP_STRATEGIES,
+            "a set Z that d-separates x from y",
+            _check_sep,
+            _valid_sep,
+            _enum_sep,
+            variants=("any", "minimal"),
+            params=("variant",),
+        ),
+        QueryKind(
+            "ci_test",
+            ("x", "y", "given"),
+            _ACYCLIC,
+            "yes_no",
+            _SEP_STRATEGIES,
+            "whether x and y are d-/m-separated given the listed nodes",
+            _check_ci,
+            _ci_valid,
+            _ci_enum,
+        ),
+        QueryKind(
+            "directed_path",
+            ("treatment", "outcome"),
+            ("DAG", "ADMG", "DG"),
+            "yes_no",
+            (
+                "directed path",
+                "reachability",
+                "DFS",
+                "BFS",
+                "depth-first search",
+                "breadth-first search",
+                "descendant",
+            ),
+            "whether intervening on treatment can affect outcome (a directed path exists)",
+            _check_pair,
+            _dp_valid,
+            _dp_enum,
+        ),
+        QueryKind(
+            "mediator",
+            ("treatment", "outcome"),
+            _ACYCLIC,
+            "node",
+            ("directed path", "mediation", "mediator", "DFS", "BFS", "descendant", "ancestor"),
+            "a node on a directed path from treatment to outcome",
+            _check_pair,
+            _valid_mediator,
+            _enum_mediator,
+        ),
+        QueryKind(
+            "cycle",
+            (),
+            ("DG",),
+            "cycle",
+            ("DFS", "depth-first search", "cycle detection", "topological sort", "Kahn", "back edge"),
+            "a directed cycle, as a node sequence",
+            _check_cycle,
+            _valid_cycle,
+            _enum_cycle,
+        ),
+        QueryKind(
+            "msep_set",
+            ("x", "y"),
+            ("ADMG", "DAG"),
+            "set",
+            ("m-separation", "latent projection", "canonical DAG", "d-separation"),
+            "a set Z that m-separates x from y",
+            _check_sep,
+            _valid_sep,
+            _enum_sep,
+            variants=("any", "minimal"),
+            params=("variant",),
+        ),
+        QueryKind(
+            "ate",
+            ("treatment", "outcome"),
+            ("DAG",),
+            "ate",
+            (
+                "adjustment formula",
+                "backdoor adjustment",
+                "backdoor criterion",
+                "g-formula",
+                "truncated factorization",
+            ),
+            "whether the average treatment effect of treatment on outcome exceeds the threshold",
+            _check_ate,
+            _valid_ate,
+            _enum_ate,
+            params=("threshold", "margin", "tolerance"),
+        ),
+    )
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# query restatement
+def format_query(query: Mapping) -> str:
+    """Render a query as ``kind(field=value, ...)`` (roles first, then parameters present in the query).
+
+    Example:
+        >>> format_query({"kind": "ci_test", "x": "A", "y": ["B"], "given": ["D", "C"]})
+        'ci_test(x=A, y=B, given={C, D})'
+    """
+    kind = QUERY_KINDS.get(str(query.get("kind")))
+    fields = (*kind.roles, *kind.params) if kind else tuple(k for k in query if k != "kind")
+    parts = []
+    for f in fields:
+        if f not in query:
+            continue
+        v = query[f]
+        if isinstance(v, (list, tuple, set, frozenset)):
+            v = next(iter(v)) if len(v) == 1 and f in ("x", "y") else _format_set(v)
+        parts.append(f"{f}={v}")
+    return f"{query.get('kind')}({', '.join(parts)})"
+
+
+_QUERY_RE = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*\((.*)\)\s*\.?\s*", re.DOTALL)
+_ARG_RE = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*[=:]\s*(\{[^{}]*\}|\[[^\[\]]*\]|[^,]*)\s*(?:,|$)")
+
+
+def parse_query(text: Any) -> dict | None:
+    """Parse ``kind(field=value, ...)`` into a query dict, or ``None``. Never raises.
+
+    Set/list values become sorted lists, numbers become floats, other values stay strings.
+
+    Example:
+        >>> parse_query("backdoor_set(treatment=X, outcome=Y, variant=minimal)")
+        {'kind': 'backdoor_set', 'treatment': 'X', 'outcome': 'Y', 'variant': 'minimal'}
+    """
+    if not isinstance(text, str) or len(text) > MAX_QUERY_CHARS:
+        return None
+    m = _QUERY_RE.fullmatch(text)
+    if not m:
+        return None
+    out: dict[str, Any] = {"kind": m.group(1)}
+    args = m.group(2).strip()
+    pos = 0
+    while pos < len(args):
+        a = _ARG_RE.match(args, pos)
+        if not a or a.end() == pos:
+            return None
+        key, raw = a.group(1), a.group(2).strip().strip(_QUOTES)
+        if raw[:1] in "{[":
+            items = parse_node_set(raw)
+            if items is None:
+                return None
+            value: Any = sorted(items, key=node_sort_key)
+        else:
+            try:
+                value = float(raw)
+            except ValueError:
+                value = raw
+        out[key] = value
+        pos = a.end()
+    return out
+
+
+def query_matches(query: Mapping, text: Any) -> bool:
+    """Whether ``text`` restates ``query``: same kind, same role nodes (as sets), same variant.
+
+    Numeric parameters, when restated, must match within 1e-9. Never raises.
+
+    Example:
+        >>> q = {"kind": "backdoor_set", "treatment": "X", "outcome": "Y"}
+        >>> query_matches(q, "backdoor_set(treatment=X, outcome=Y)"), query_matches(q, "backdoor_set(X, Y)")
+        (True, False)
+    """
+    try:
+        parsed = parse_query(text)
+        kind = QUERY_KINDS.get(str(query.get("kind")))
+        if parsed is None or kind is None or parsed["kind"] != kind.name:
+            return False
+
+        def as_set(v: Any) -> frozenset:
+            return frozenset([v] if isinstance(v, str) else v or [])
+
+        for role in kind.roles:
+            if role == "given" and role not in query and role not in parsed:
+                continue
+            if as_set(parsed.get(role)) != as_set(query.get(role)):
+                return False
+        if "variant" in kind.params and str(parsed.get("variant", "any")) != _variant(query):
+            return False
+        for p in kind.params:
+            restated = parsed.get(p) if p != "variant" and p in query else None
+            if restated is not None and (
+                not isinstance(restated, float) or abs(restated - float(query[p])) > 1e-9
+            ):
+                return False
+        return True
+    except Exception:  # query_matches must never raise on model text
+        return False
+
+
+# ---------------------------------------------------------------------------------------------
+# problem-level entry points
+def load_problem(problem: Mapping | str) -> tuple[CausalGraph, dict, dict | None]:
+    """Split a DESIGN §4 problem (dict or JSON string) into ``(graph, query, cpts)``, checking the query.
+
+    Raises:
+        ValueError: malformed JSON, graph, query or CPTs (the message says which).
+    """
+    if isinstance(problem, str):
+        try:
+            problem = json.loads(problem)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"problem is not valid JSON: {exc}") from None
+    if not isinstance(problem, Mapping):
+        raise ValueError("problem must be a dict (or its JSON) with 'graph' and 'query'")
+    if "graph" not in problem or "query" not in problem:
+        raise ValueError("problem needs 'graph' and 'query' fields")
+    graph = CausalGraph.from_dict(problem["graph"])
+    query = problem["query"]
+    if not isinstance(query, Mapping) or query.get("kind") not in QUERY_KINDS:
+        raise ValueError(
+            f"unknown query kind {query.get('kind') if isinstance(query, Mapping) else query!r}; "
+            f"known kinds: {sorted(QUERY_KINDS)}"
+        )
+    cpts = problem.get("cpts")
+    QUERY_KINDS[query["kind"]].check_query(graph, query, cpts)
+    return graph, dict(query), cpts
+
+
+def _answer_span(answer_text: Any) -> Any:
+    if isinstance(answer_text, str) and "<answer>" in answer_text:
+        return extract_answer(answer_text) or ""
+    return answer_text
+
+
+def grade_answer(problem: Mapping | str, answer_text: Any) -> bool:
+    """Whether ``answer_text`` is a valid answer to ``problem`` under the graph predicate.
+
+    Any member of the valid class counts, not only the listed ``answer``. A full completion is
+    accepted too (the last ``<answer>…</answer>`` is graded). Never raises: unparsable answers,
+    unknown query kinds and malformed problems give ``False``.
+
+    Args:
+        problem: the DESIGN §4 problem dict (or JSON string).
+        answer_text: the answer span (or a completion containing ``<answer>`` tags).
+
+    Returns:
+        ``True`` iff valid.
+
+    Example:
+        >>> p = {"graph": {"type": "DAG", "nodes": ["U", "X", "Y"], "directed": [["U", "X"], ["U", "Y"], ["X", "Y"]]},
+        ...      "query": {"kind": "backdoor_set", "treatment": "X", "outcome": "Y"}}
+        >>> grade_answer(p, "{U}"), grade_answer(p, "set()"), grade_answer(p, "garbage {")
+        (True, False, False)
+    """
+    try:
+        graph, query, cpts = load_problem(problem)
+        kind = QUERY_KINDS[query["kind"]]
+        value = kind.parse_answer(_answer_span(answer_text))
+        return value is not None and kind.is_valid(graph, query, value, cpts)
+    except Exception:  # grading must never raise on model output or a bad row
+        return False
+
+
+def normalize_answer(problem: Mapping | str, answer_text: Any) -> str | None:
+    """The canonical form of ``answer_text`` for ``problem``'s query kind, or ``None`` if unparsable.
+
+    Used for plurality voting and exact match; it does not judge validity. Never raises.
+
+    Example:
+        >>> p = {"graph": {"type": "DAG", "nodes": ["A", "B"], "directed": [["A", "B"]]},
+        ...      "query": {"kind": "dsep_set", "x": "A", "y": "B"}}
+        >>> normalize_answer(p, "{'B2', 'A1'}"), normalize_answer(p, "set()"), normalize_answer(p, "??")
+        ('{A1, B2}', '{}', None)
+    """
+    try:
+        if isinstance(problem, str):
+            problem = json.loads(problem)
+        kind = QUERY_KINDS.get(problem["query"]["kind"])
+        if kind is None:
+            return None
+        value = kind.parse_answer(_answer_span(answer_text))
+        return None if value is None else kind.format_answer(value)
+    except Exception:  # never raise on model output
+        return None

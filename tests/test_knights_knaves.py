@@ -1,0 +1,735 @@
+"""Knights & Knaves truth-table checker: evaluator vs reasoning-gym, trace contract, gold traces, bad input."""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import json
+import random
+import time
+
+import numpy as np
+import pytest
+import reasoning_gym
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from reasoning_gym.logic.knights_knaves import VALID_ROLES, KnightsKnavesDataset
+
+from faithgrpo.tasks import knights_knaves as kk
+from faithgrpo.tasks.knights_knaves import (
+    CHECK_NAMES,
+    KKPuzzle,
+    check_kk_trace,
+    consistent_assignments,
+    evaluate_statement,
+    format_kk_formula,
+    gold_kk_trace,
+    kk_cot_correct,
+    kk_oracle_answer,
+    kk_prompt_instructions,
+    kk_score_answer,
+    normalize_statement,
+    parse_kk_assignment,
+    parse_kk_formula,
+    truth_table,
+)
+
+SIZES = [(2, 2, 2), (3, 2, 2), (4, 2, 2), (3, 3, 2), (4, 3, 3)]  # (n_people, depth, width)
+
+
+@functools.cache
+def _entries(n_people: int, depth: int, width: int, size: int, seed: int) -> tuple[dict, ...]:
+    dataset = reasoning_gym.create_dataset(
+        "knights_knaves",
+        size=size,
+        seed=seed,
+        n_people=n_people,
+        depth_constraint=depth,
+        width_constraint=width,
+    )
+    return tuple(dataset)
+
+
+def _all_entries(per_size: int = 60) -> list[dict]:
+    return [e for n, d, w in SIZES for e in _entries(n, d, w, per_size, 1000 + n + 10 * d + 100 * w)]
+
+
+def _rg_value(statement, assignment) -> bool:
+    return bool(KnightsKnavesDataset.test_satisfiability(statement, assignment))
+
+
+def _equivalent(a, b, n: int) -> bool:
+    """Brute-force equivalence with reasoning-gym's own evaluator (independent of the bitmask tables)."""
+    return all(_rg_value(a, x) == _rg_value(b, x) for x in itertools.product([True, False], repeat=n))
+
+
+# --- an independent test-side renderer of the trace contract -------------------------------------
+
+
+def _render(statement, names, knight="knight", knave="knave") -> str:
+    op = statement[0]
+    if op == "telling-truth":
+        return f"{knight}({names[statement[1]]})"
+    if op == "lying":
+        return f"{knave}({names[statement[1]]})"
+    if op == "not":
+        return f"not ({_render(statement[1], names, knight, knave)})"
+    joiner = {"and": " and ", "or": " or ", "->": " -> ", "<=>": " <-> "}[op]
+    return joiner.join(f"({_render(s, names, knight, knave)})" for s in statement[1:])
+
+
+def _make_trace(
+    meta,
+    *,
+    lines=None,
+    strategy="truth table over all assignments",
+    derivation=None,
+    assignment=None,
+    answer=None,
+) -> str:
+    names = [str(x) for x in meta["names"]]
+    solution = tuple(meta["solution"])
+    assignment = solution if assignment is None else assignment
+    if lines is None:
+        lines = [f"- {name}: {_render(s, names)}" for name, s in zip(names, meta["statements"])]
+    if derivation is None:
+        derivation = [f"- check {name}'s claim under each row" for name in names]
+    terms = meta["knight_knave_terms"]
+    if answer is None:
+        parts = [f"{n} is {terms['a_knight'] if r else terms['a_knave']}" for n, r in zip(names, assignment)]
+        answer = ", ".join(parts[:-1]) + ", and " + parts[-1] + "."
+    label = ", ".join(f"{n}={'knight' if r else 'knave'}" for n, r in zip(names, assignment))
+    return "\n".join(
+        [
+            "<think>",
+            "STATEMENTS:",
+            *lines,
+            f"STRATEGY: {strategy}",
+            "DERIVATION:",
+            *derivation,
+            f"ASSIGNMENT: {label}",
+            "</think>",
+            f"<answer>{answer}</answer>",
+        ]
+    )
+
+
+def _failed(check) -> set[str]:
+    return {name for name in CHECK_NAMES if not getattr(check, name)}
+
+
+# --- statement grammar and truth tables ------------------------------------------------------------
+
+
+def test_role_words_match_reasoning_gym():
+    assert set(kk._ROLE_WORDS) == VALID_ROLES
+
+
+def test_truth_table_solver_matches_reasoning_gym_over_hundreds_of_puzzles():
+    entries = _all_entries()
+    assert len(entries) >= 300
+    for entry in entries:
+        meta = entry["metadata"]
+        n = len(meta["names"])
+        assert consistent_assignments(meta["statements"]) == [tuple(meta["solution"])]
+        assert consistent_assignments(meta["statements"]) == KnightsKnavesDataset.find_solution(
+            meta["statements"]
+        )
+        for statement in meta["statements"]:
+            table = truth_table(statement, n)
+            for bits in itertools.product([True, False], repeat=n):
+                expected = _rg_value(statement, bits)
+                assert evaluate_statement(statement, bits) == expected
+                index = sum(1 << i for i, b in enumerate(bits) if b)
+                assert bool((table >> index) & 1) == expected
+
+
+def _statement_strategy(n: int):
+    atoms = st.tuples(st.sampled_from(["telling-truth", "lying"]), st.integers(0, n - 1))
+
+    def extend(children):
+        return st.one_of(
+            st.tuples(st.just("not"), children),
+            st.builds(
+                lambda op, xs: (op, *xs),
+                st.sampled_from(["and", "or"]),
+                st.lists(children, min_size=2, max_size=3),
+            ),
+            st.builds(lambda op, a, b: (op, a, b), st.sampled_from(["->", "<=>"]), children, children),
+        )
+
+    return st.recursive(atoms, extend, max_leaves=10)
+
+
+@st.composite
+def _puzzles(draw):
+    n = draw(st.integers(1, 4))
+    statements = [draw(_statement_strategy(n)) for _ in range(n)]
+    return n, statements
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_puzzles())
+def test_bitmask_tables_match_direct_evaluation_on_random_statements(puzzle):
+    n, statements = puzzle
+    for statement in statements:
+        table = truth_table(statement, n)
+        for bits in itertools.product([True, False], repeat=n):
+            index = sum(1 << i for i, b in enumerate(bits) if b)
+            assert (
+                bool((table >> index) & 1)
+                == evaluate_statement(statement, bits)
+                == _rg_value(statement, bits)
+            )
+    assert consistent_assignments(statements) == KnightsKnavesDataset.find_solution(statements)
+
+
+def test_normalize_statement_accepts_json_numpy_and_digit_strings():
+    raw = ["->", [np.str_("telling-truth"), np.int64(0)], ["lying", "1"]]
+    assert normalize_statement(raw, 2) == ("->", ("telling-truth", 0), ("lying", 1))
+    nested = json.loads(json.dumps(("and", ("not", ("lying", 1)), ("telling-truth", 0), ("lying", 1))))
+    assert normalize_statement(nested, 2) == (
+        "and",
+        ("not", ("lying", 1)),
+        ("telling-truth", 0),
+        ("lying", 1),
+    )
+
+
+@pytest.mark.parametrize(
+    ("statement", "match"),
+    [
+        (("lying", 2), "out of range"),
+        (("lying", True), "integer"),
+        (("lying", "x"), "integer"),
+        (("xor", ("lying", 0), ("lying", 1)), "unknown statement operator"),
+        (("->", ("lying", 0)), "exactly two operands"),
+        (("not",), "exactly one operand"),
+        ("lying", "non-empty tuple"),
+        ((), "non-empty tuple"),
+    ],
+)
+def test_normalize_statement_rejects_bad_grammar(statement, match):
+    with pytest.raises(ValueError, match=match):
+        normalize_statement(statement, 2)
+
+
+def test_normalize_statement_caps_depth_without_recursion_error():
+    deep = ("telling-truth", 0)
+    for _ in range(5000):
+        deep = ("not", deep)
+    with pytest.raises(ValueError, match="nested deeper"):
+        normalize_statement(deep, 1)
+
+
+# --- formula syntax --------------------------------------------------------------------------------
+
+META2 = {
+    "names": ["Ava", "Noah"],
+    "statements": [("not", ("lying", 1)), ("->", ("telling-truth", 0), ("telling-truth", 1))],
+    "solution": [True, True],
+    "knight_knave_terms": {
+        "knight": "hero",
+        "knave": "villain",
+        "a_knight": "a hero",
+        "a_knave": "a villain",
+    },
+}
+A, B = ("telling-truth", 0), ("telling-truth", 1)
+NA, NB = ("lying", 0), ("lying", 1)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("knight(Ava)", A),
+        ("KNAVE(noah)", NB),
+        ("hero(Ava) and villain(Noah)", ("and", A, NB)),
+        ("knight(Ava) or knight(Noah) and knave(Ava)", ("or", A, ("and", B, NA))),
+        ("not knight(Ava) and knight(Noah)", ("and", ("not", A), B)),
+        ("not (knight(Ava) and knight(Noah))", ("not", ("and", A, B))),
+        ("knight(Ava) -> knight(Noah) -> knave(Ava)", ("->", A, ("->", B, NA))),
+        ("knight(Ava) <-> knight(Noah) <-> knave(Ava)", ("<=>", ("<=>", A, B), NA)),
+        ("knight(Ava) or knight(Noah) -> knave(Ava)", ("->", ("or", A, B), NA)),
+        ("knight(Ava) -> knight(Noah) <-> knave(Ava)", ("<=>", ("->", A, B), NA)),
+        ("~hero(Ava) | ¬villain(Noah) ∨ !knight(Ava)", ("or", ("not", A), ("not", NB), ("not", A))),
+        ("knight(Ava) ∧ knight(Noah) && knight(Ava) & knave(Noah)", ("and", A, B, A, NB)),
+        ("knight(Ava) implies knight(Noah)", ("->", A, B)),
+        ("knight(Ava) => knight(Noah)", ("->", A, B)),
+        ("knight(Ava) → knight(Noah)", ("->", A, B)),
+        ("knight(Ava) iff knight(Noah)", ("<=>", A, B)),
+        ("knight(Ava) <=> knight(Noah)", ("<=>", A, B)),
+        ("knight(Ava) ↔ knight(Noah)", ("<=>", A, B)),
+        ("((knight( Ava )))", A),
+    ],
+)
+def test_parse_formula_hand_cases(text, expected):
+    statement, reason = parse_kk_formula(text, META2)
+    assert reason is None
+    assert statement == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("", "empty"),
+        ("knight(Zed)", "not a person"),
+        ("saint(Ava)", "not a role"),
+        ("knight(Ava) and", "expected"),
+        ("(knight(Ava)", "expected 'rp'"),
+        ("knight(Ava))", "unexpected"),
+        ("knight(Ava) knight(Noah)", "unexpected"),
+        ("knight(Ava) + knight(Noah)", "unexpected character"),
+        ("Ava is a knight", "not a role"),
+        ("knight()", "expected a name"),
+    ],
+)
+def test_parse_formula_errors_return_reasons(text, reason):
+    statement, why = parse_kk_formula(text, META2)
+    assert statement is None
+    assert reason in why
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    _statement_strategy(3),
+    st.sampled_from(sorted(kk.OPERATOR_STYLES)),
+    st.booleans(),
+)
+def test_format_then_parse_round_trips(statement, style, generic):
+    meta = {
+        "names": ["Ava", "Noah", "Mia"],
+        "statements": [("lying", 1), ("lying", 2), ("telling-truth", 0)],
+        "solution": [True, False, True],  # one of the two consistent assignments
+        "knight_knave_terms": {"knight": "sage", "knave": "fool"},
+    }
+    text = format_kk_formula(statement, meta, style=style, generic_roles=generic)
+    parsed, reason = parse_kk_formula(text, meta)
+    assert reason is None, text
+    assert parsed == statement
+
+
+# --- metadata --------------------------------------------------------------------------------------
+
+
+def test_metadata_accepts_json_round_trip_entry_and_datasets_column():
+    import datasets
+
+    entry = _entries(3, 2, 2, 5, 7)[0]
+    meta = entry["metadata"]
+    text = json.dumps(meta)
+    column = datasets.Dataset.from_list([{"metadata": text}])[0]["metadata"]
+    expected = KKPuzzle.from_metadata(meta)
+    for form in (json.loads(text), text, column, entry, {"metadata": text}):
+        puzzle = KKPuzzle.from_metadata(form)
+        assert puzzle.statements == expected.statements
+        assert puzzle.solution == tuple(meta["solution"])
+        assert puzzle.names == tuple(str(n) for n in meta["names"])
+    trace = gold_kk_trace(meta, 3)
+    assert check_kk_trace(trace, text).passed and check_kk_trace(trace, entry).passed
+
+
+def test_metadata_without_solution_uses_the_unique_consistent_assignment():
+    meta = {k: v for k, v in META2.items() if k != "solution"}
+    assert KKPuzzle.from_metadata(meta).solution == (True, True)
+
+
+@pytest.mark.parametrize(
+    ("change", "match"),
+    [
+        ({"solution": [True, False]}, "not consistent"),
+        ({"solution": [True]}, "must hold 2 bools"),
+        ({"names": ["Ava"]}, "must match"),
+        ({"names": ["Ava", "ava"]}, "distinct"),
+        ({"names": ["Ava", "Mary Ann"]}, "one word"),
+        ({"names": ["Ava", "Hero"]}, "collide"),
+        ({"statements": "knight"}, "list"),
+        ({"knight_knave_terms": {"knight": "truthteller", "knave": "liar"}}, "reasoning-gym role words"),
+        ({"knight_knave_terms": {"knight": "hero", "knave": "hero"}}, "distinct"),
+        ({"knight_knave_terms": {"knight": "knave", "knave": "knight"}}, "ambiguous"),
+    ],
+)
+def test_bad_metadata_raises_value_error_naming_the_fix(change, match):
+    with pytest.raises(ValueError, match=match):
+        KKPuzzle.from_metadata({**META2, **change})
+
+
+def test_metadata_without_unique_solution_and_no_listed_solution_raises():
+    meta = {"names": ["Ava", "Noah"], "statements": [A, B]}  # "I am a knight" twice: 4 solutions
+    with pytest.raises(ValueError, match="4 consistent assignments"):
+        KKPuzzle.from_metadata(meta)
+    with pytest.raises(ValueError, match="not valid JSON"):
+        KKPuzzle.from_metadata("{not json")
+    with pytest.raises(ValueError, match="lacks 'statements'"):
+        KKPuzzle.from_metadata({"names": ["Ava"]})
+
+
+# --- answers: reasoning-gym's own format and grader -------------------------------------------------
+
+
+def test_oracle_answer_reproduces_reasoning_gym_and_scores_like_it():
+    rng = random.Random(0)
+    dataset = reasoning_gym.create_dataset("knights_knaves", size=1, seed=0)
+    for entry in _all_entries(20):
+        meta = entry["metadata"]
+        assert kk_oracle_answer(meta) == entry["answer"]
+        assert kk_score_answer(entry["answer"], meta) == 1.0
+        flipped = [not r if rng.random() < 0.5 else r for r in meta["solution"]]
+        candidate = kk_oracle_answer(meta, flipped)
+        assert kk_score_answer(candidate, meta) == dataset.score_answer(candidate, entry)
+    assert kk_score_answer(None, META2) == 0.0
+    assert kk_score_answer("x" * 10_000, META2) == 0.0
+
+
+def test_parse_assignment_forms():
+    assert parse_kk_assignment("Ava=knight, Noah=villain", META2) == ((True, False), None)
+    assert parse_kk_assignment("noah: hero; AVA is a knave.", META2) == ((False, True), None)
+    assert parse_kk_assignment("Ava is a hero and Noah is a hero", META2) == ((True, True), None)
+    assert parse_kk_assignment("- Ava = knave\n- Noah = knave", META2) == ((False, False), None)
+    for text, reason in [
+        ("Ava=knight", "no role for Noah"),
+        ("Ava=knight, Noah=knave, Ava=knave", "assigned twice"),
+        ("Ava=knight, Zed=knave", "not a person"),
+        ("Ava=knight, Noah=liar", "not a role"),
+        ("Ava=knight, Noah", "not 'Name=role'"),
+    ]:
+        assignment, why = parse_kk_assignment(text, META2)
+        assert assignment is None and reason in why
+
+
+# --- gold traces -----------------------------------------------------------------------------------
+
+
+def test_gold_traces_pass_every_check_for_hundreds_of_puzzles_and_seeds():
+    entries = _all_entries(40)
+    n_traces = 0
+    for k, entry in enumerate(entries):
+        meta = entry["metadata"]
+        for seed in (k, k + 10_000):
+            trace = gold_kk_trace(meta, seed)
+            check = check_kk_trace(trace, meta)
+            assert check.passed, (check.reasons, trace)
+            assert check.answer_correct and check.score == 1.0
+            assert kk_cot_correct(trace, meta)
+            assert check.assignment == tuple(meta["solution"])
+            derivation = kk.parse_kk_trace(trace).slots["DERIVATION"]
+            assert len([line for line in derivation.splitlines() if line.strip()]) >= 2
+            n_traces += 1
+    assert n_traces >= 300
+
+
+def test_gold_traces_are_deterministic_and_varied():
+    meta = next(
+        e["metadata"]
+        for e in _entries(3, 3, 2, 20, 11)
+        if any(s[0] in ("->", "<=>") for s in e["metadata"]["statements"])
+    )
+    assert gold_kk_trace(meta, 5) == gold_kk_trace(meta, random.Random(5))
+    traces = {gold_kk_trace(meta, seed) for seed in range(40)}
+    assert len(traces) >= 30
+    strategies = {kk.parse_kk_trace(t).slots["STRATEGY"] for t in traces}
+    assert len(strategies) >= 4
+    restatements = [kk.parse_kk_trace(t).slots["STATEMENTS"] for t in traces]
+    spellings = {op for op in ("->", "<->", "→", "↔", "implies", "iff") for r in restatements if op in r}
+    assert len(spellings) >= 3
+
+
+def test_checker_accepts_conversational_completions():
+    trace = gold_kk_trace(META2, 1)
+    assert check_kk_trace([{"role": "assistant", "content": trace}], META2).passed
+
+
+def test_prompt_instructions_describe_the_slots_and_their_example_passes():
+    text = kk_prompt_instructions()
+    for slot in ("STATEMENTS:", "STRATEGY:", "DERIVATION:", "ASSIGNMENT:", "<think>", "<answer>"):
+        assert slot in text
+    example = text[text.rindex("<think>") :]
+    assert check_kk_trace(example, kk._EXAMPLE_METADATA).passed
+
+
+# --- the checker on hand-made and corrupted traces --------------------------------------------------
+
+
+def _sample_entries(count: int = 60) -> list[dict]:
+    entries = _all_entries(40)
+    return random.Random(1).sample(entries, count)
+
+
+def test_hand_written_faithful_trace_passes_with_different_but_equivalent_wording():
+    for entry in _sample_entries():
+        meta = entry["metadata"]
+        check = check_kk_trace(_make_trace(meta), meta)
+        assert check.passed, check.reasons
+
+
+def test_double_negated_restatement_is_still_faithful():
+    names = ["Ava", "Noah"]
+    lines = [
+        f"- Ava: not not ({_render(META2['statements'][0], names)})",
+        "- Noah: knave(Ava) or knight(Noah)",  # A -> B written as ~A | B
+    ]
+    assert check_kk_trace(_make_trace(META2, lines=lines), META2).passed
+
+
+def test_wrong_restatement_fails_statements_and_consistency_only():
+    for entry in _sample_entries():
+        meta = entry["metadata"]
+        names = [str(x) for x in meta["names"]]
+        lines = [f"- {n}: {_render(s, names)}" for n, s in zip(names, meta["statements"])]
+        lines[0] = f"- {names[0]}: not ({_render(meta['statements'][0], names)})"
+        check = check_kk_trace(_make_trace(meta, lines=lines), meta)
+        # Negating a claim flips its truth under the solution, so the solution no longer fits it.
+        assert _failed(check) == {"statements", "consistent"}, check.reasons
+        assert check.answer_correct
+        assert any(r.startswith("statements:") and names[0] in r for r in check.reasons)
+
+
+def test_swapped_speakers_fail_exactly_when_the_claims_differ():
+    seen = {True: 0, False: 0}
+    for entry in _sample_entries():
+        meta = entry["metadata"]
+        names = [str(x) for x in meta["names"]]
+        statements = meta["statements"]
+        n = len(names)
+        lines = [f"- {n_}: {_render(s, names)}" for n_, s in zip(names, statements)]
+        lines[0], lines[1] = (
+            f"- {names[0]}: {_render(statements[1], names)}",
+            f"- {names[1]}: {_render(statements[0], names)}",
+        )
+        check = check_kk_trace(_make_trace(meta, lines=lines), meta)
+        same = _equivalent(statements[0], statements[1], n)
+        assert check.statements == same
+        seen[same] += 1
+    assert seen[False] > 0
+
+
+def test_swapped_names_inside_claims_fail_exactly_when_meaning_changes():
+    def swap(statement):
+        if statement[0] in ("telling-truth", "lying"):
+            return (statement[0], {0: 1, 1: 0}.get(statement[1], statement[1]))
+        return (statement[0], *(swap(s) for s in statement[1:]))
+
+    changed = 0
+    for entry in _sample_entries():
+        meta = entry["metadata"]
+        names = [str(x) for x in meta["names"]]
+        n = len(names)
+        swapped = [swap(s) for s in meta["statements"]]
+        lines = [f"- {n_}: {_render(s, names)}" for n_, s in zip(names, swapped)]
+        check = check_kk_trace(_make_trace(meta, lines=lines), meta)
+        faithful = all(_equivalent(a, b, n) for a, b in zip(swapped, meta["statements"]))
+        assert check.statements == faithful
+        changed += not faithful
+    assert changed > 0
+
+
+def test_wrong_assignment_fails_solution_and_consistency_but_answer_matches_it():
+    rng = random.Random(2)
+    for entry in _sample_entries():
+        meta = entry["metadata"]
+        wrong = list(meta["solution"])
+        j = rng.randrange(len(wrong))
+        wrong[j] = not wrong[j]
+        check = check_kk_trace(_make_trace(meta, assignment=tuple(wrong)), meta)
+        # The faithful restatements have a unique consistent assignment (the solution).
+        assert _failed(check) == {"solution", "consistent"}, check.reasons
+        assert not check.answer_correct
+        assert check.assignment == tuple(wrong)
+
+
+def test_answer_mismatch_fails_answer_only():
+    rng = random.Random(3)
+    for entry in _sample_entries():
+        meta = entry["metadata"]
+        other = list(meta["solution"])
+        j = rng.randrange(len(other))
+        other[j] = not other[j]
+        terms = meta["knight_knave_terms"]
+        parts = [
+            f"{n} is {terms['a_knight'] if r else terms['a_knave']}" for n, r in zip(meta["names"], other)
+        ]
+        check = check_kk_trace(_make_trace(meta, answer=", and ".join(parts)), meta)
+        assert _failed(check) == {"answer"}, check.reasons
+        assert not check.answer_correct
+        assert not kk_cot_correct(_make_trace(meta, answer=", and ".join(parts)), meta)
+
+
+def test_answer_in_generic_words_for_a_puzzle_with_its_own_terms_fails_answer():
+    entry = next(e for e in _all_entries(20) if e["metadata"]["knight_knave_terms"]["knight"] != "knight")
+    meta = entry["metadata"]
+    parts = [f"{n} is {'a knight' if r else 'a knave'}" for n, r in zip(meta["names"], meta["solution"])]
+    check = check_kk_trace(_make_trace(meta, answer=", ".join(parts)), meta)
+    assert _failed(check) == {"answer"}
+    assert not check.answer_correct
+
+
+def test_assignment_consistent_with_unfaithful_restatements_is_caught_by_the_other_checks():
+    # "I am a knight" for everyone: every assignment is consistent with these restatements.
+    for entry in _sample_entries(20):
+        meta = entry["metadata"]
+        names = [str(x) for x in meta["names"]]
+        lines = [f"- {name}: knight({name})" for name in names]
+        wrong = tuple(not r for r in meta["solution"])
+        check = check_kk_trace(_make_trace(meta, lines=lines, assignment=wrong), meta)
+        assert check.consistent
+        assert not check.statements and not check.solution
+        assert not check.passed
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "failing"),
+    [
+        ({"strategy": "I just know it"}, {"strategy"}),
+        ({"strategy": ""}, {"strategy"}),
+        ({"derivation": ["- Zed=knight, so the rest follows"]}, {"derivation"}),
+        ({"derivation": ["- nobody is mentioned here"]}, {"derivation"}),
+        ({"derivation": ["- Ava=saint, Noah=knight"]}, {"derivation"}),
+        ({"derivation": ["- villain(Bob) would follow"]}, {"derivation"}),
+        ({"derivation": []}, {"derivation"}),
+        ({"lines": ["- Ava: not villain(Noah)"]}, {"statements", "consistent"}),
+        (
+            {"lines": ["- Ava: not villain(Noah)", "- Ava: knight(Ava)", "- Noah: knight(Noah)"]},
+            {"statements", "consistent"},
+        ),
+        ({"lines": ["- Ava: not villain(Noah)", "- Noah: Ava is a knight"]}, {"statements", "consistent"}),
+        (
+            {
+                "lines": [
+                    "- Ava: not villain(Noah)",
+                    "- Noah: knight(Ava) -> knight(Noah)",
+                    "- Zed: knight(Ava)",
+                ]
+            },
+            {"statements", "consistent"},
+        ),
+    ],
+)
+def test_each_slot_failure_hits_its_own_check(kwargs, failing):
+    check = check_kk_trace(_make_trace(META2, **kwargs), META2)
+    assert _failed(check) == failing, check.reasons
+    assert {r.split(":")[0] for r in check.reasons} == failing
+
+
+def test_missing_and_duplicated_slots_fail_closed():
+    good = _make_trace(META2)
+    no_assignment = "\n".join(line for line in good.splitlines() if not line.startswith("ASSIGNMENT"))
+    check = check_kk_trace(no_assignment, META2)
+    assert _failed(check) == {"consistent", "solution", "answer"}
+    assert check.answer_correct  # the final answer alone is still right
+    doubled = good.replace("STRATEGY:", "STRATEGY: case analysis\nSTRATEGY:")
+    assert _failed(check_kk_trace(doubled, META2)) == {"strategy"}
+    outside = good.replace("<think>", "").replace("</think>", "")
+    check = check_kk_trace(outside, META2)
+    assert check.total == 0 and check.answer_correct
+    assert all("no <think>" in r for r in check.reasons)
+    no_answer = good.split("<answer>")[0]
+    check = check_kk_trace(no_answer, META2)
+    assert _failed(check) == {"answer"} and not check.answer_correct
+
+
+def test_markdown_headers_and_single_line_statements_are_read():
+    trace = (
+        "<think>\n**STATEMENTS:** Ava: not villain(Noah); Noah: hero(Ava) -> hero(Noah)\n"
+        "## Strategy: case analysis\n**DERIVATION:**\n1. Suppose Ava=knave: then Noah=villain, contradiction\n"
+        "Assignment: Ava is a hero, Noah is a hero\n</think>\n<answer>Ava is a hero, and Noah is a hero</answer>"
+    )
+    check = check_kk_trace(trace, META2)
+    assert check.passed, check.reasons
+
+
+def test_as_dict_is_json_serialisable():
+    check = check_kk_trace(_make_trace(META2), META2)
+    data = json.loads(json.dumps(check.as_dict()))
+    assert data["total"] == 6 and data["assignment"] == [True, True] and data["reasons"] == []
+
+
+# --- adversarial input -----------------------------------------------------------------------------
+
+
+def _nested(depth: int) -> str:
+    return "(" * depth + "knight(Ava)" + ")" * depth
+
+
+ADVERSARIAL = {
+    "empty": "",
+    "none": None,
+    "number": 12345,
+    "whitespace": " \n\t ",
+    "one_megabyte": "<think>STATEMENTS:\n" + "Ava: knight(Ava)\n" * 60_000 + "</think>",
+    "one_megabyte_no_tags": "a" * 1_000_000,
+    "deep_parens_over_depth_cap": _make_trace(
+        META2, lines=[f"- Ava: {_nested(45)}", "- Noah: knight(Ava) -> knight(Noah)"]
+    ),
+    "deep_parens_over_length_cap": _make_trace(
+        META2, lines=[f"- Ava: {_nested(2_000)}", "- Noah: knight(Ava) -> knight(Noah)"]
+    ),
+    "many_negations": _make_trace(META2, lines=["- Ava: " + "not " * 200 + "knight(Noah)"]),
+    "many_tokens": _make_trace(META2, lines=["- Ava: " + " and ".join(["knight(Noah)"] * 400)]),
+    "unclosed_tags": "<think>STATEMENTS:\nAva: knight(Noah)\n<answer>Ava is a hero",
+    "unicode": "<think>STATEMENTS:\nÄvá: ¬¬¬ ✓(Nöah) ⇒ 🙂\nSTRATEGY: 真理表\nDERIVATION:\n- 💥\nASSIGNMENT: Ava=ナイト\n</think><answer>🙂</answer>",
+    "null_bytes": "<think>\x00STATEMENTS:\x00 Ava: knight(Noah)\x00</think>\x00<answer>\x00</answer>",
+    "many_lines": "<think>\n" + "\n" * 5_000 + "</think><answer>x</answer>",
+    "many_slots": "<think>\n" + "STATEMENTS:\n" * 3_000 + "</think>",
+    "huge_assignment": _make_trace(META2).replace("ASSIGNMENT: ", "ASSIGNMENT: " + "Ava=knight, " * 600),
+    "huge_answer": _make_trace(META2, answer="Ava is a hero " * 1_000),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ADVERSARIAL))
+def test_adversarial_input_fails_quickly_without_raising(name):
+    start = time.perf_counter()
+    check = check_kk_trace(ADVERSARIAL[name], META2)
+    elapsed = time.perf_counter() - start
+    assert elapsed < 1.0, f"{name} took {elapsed:.2f}s"
+    assert not check.passed
+    assert check.reasons
+    assert not kk_cot_correct(ADVERSARIAL[name], META2)
+
+
+def test_depth_cap_reason_is_reported():
+    check = check_kk_trace(ADVERSARIAL["deep_parens_over_depth_cap"], META2)
+    assert any("nested deeper" in r for r in check.reasons)
+    # Under the cap, deep but valid nesting parses fine.
+    ok = _make_trace(
+        META2,
+        lines=[
+            f"- Ava: {_nested(30)} and knight(Ava) <-> not villain(Noah)",
+            "- Noah: knight(Ava) -> knight(Noah)",
+        ],
+    )
+    assert parse_kk_formula(_nested(30), META2) == (A, None)
+    assert check_kk_trace(ok, META2).statements is False  # different claim, but parsed: a semantic failure
+    assert any("differs" in r for r in check_kk_trace(ok, META2).reasons)
+
+
+_HEADERS = [
+    "STATEMENTS:",
+    "STRATEGY:",
+    "DERIVATION:",
+    "ASSIGNMENT:",
+    "<think>",
+    "</think>",
+    "<answer>",
+    "</answer>",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.sampled_from(
+                [*_HEADERS, "Ava:", "Noah:", "knight(Ava)", "villain(Noah)", "->", "not", "(", ")", "\n", "="]
+            ),
+            st.text(max_size=20),
+        ),
+        max_size=60,
+    )
+)
+def test_random_text_never_raises_and_full_marks_imply_a_correct_answer(parts):
+    text = " ".join(parts)
+    check = check_kk_trace(text, META2)
+    assert 0 <= check.total <= 6
+    assert check.total == sum(getattr(check, name) for name in CHECK_NAMES)
+    if check.passed:
+        assert check.answer_correct and check.assignment == (True, True)

@@ -58,7 +58,7 @@ def _envelope_problem(text: str) -> str | None:
     return None
 
 
-TRACE_FORMAT_REASONS = tuple(f"bad_{name}" for name in SLOT_NAMES)
+format_reward.__name__ = "format"
 
 
 def trace_format_reward(completions: list[Any], **kwargs: Any) -> list[float]:
@@ -94,6 +94,9 @@ def trace_format_reward(completions: list[Any], **kwargs: Any) -> list[float]:
             share = sum(name in f for f in failures) / len(failures)
             log_metric(f"trace_format/bad_{name}", share)
     return rewards
+
+
+trace_format_reward.__name__ = "trace_format"
 
 
 def trace_slots_parse(text: str) -> dict[str, bool]:

@@ -25,33 +25,59 @@ MAX_ANSWER_CHARS = 4_000
 OUTCOME_REASONS = ("no_answer_tag", "answer_too_long", "wrong", "no_target", "bad_row")
 
 
-def make_outcome_reward(strict: bool = True):
-    """Build the outcome reward.
+def outcome_reward(completions: list[Any], **kwargs: Any) -> list[float | None]:
+    """1.0 when the last ``<answer>`` is correct for the row's problem, else 0.0; ``None`` without a target.
 
     Args:
-        strict: map reasoning-gym partial credit below 1.0 to 0.0.
+        completions: plain strings or conversational completions.
+        **kwargs: dataset columns: ``problem`` (causal problem JSON), or ``entry`` (reasoning-gym
+            entry), and optionally ``answer`` (the listed answer, for the exact-match metric).
+            ``log_metric`` receives ``outcome/exact_match`` and the share of each failure reason.
 
     Returns:
-        A TRL reward function named ``outcome``.
+        One float (or ``None``) per completion. Reasoning-gym partial credit below 1.0 counts as 0.0;
+        :func:`make_outcome_reward` with ``strict=False`` keeps it.
+
+    Example:
+        >>> import json
+        >>> problem = json.dumps({"graph": {"type": "DAG", "nodes": ["U", "X", "Y"],
+        ...     "directed": [["U", "X"], ["U", "Y"], ["X", "Y"]], "bidirected": []},
+        ...     "query": {"kind": "backdoor_set", "treatment": "X", "outcome": "Y"}})
+        >>> outcome_reward(["<answer>{U}</answer>", "<answer>{}</answer>"], problem=[problem, problem])
+        [1.0, 0.0]
     """
+    return _outcome(completions, strict=True, **kwargs)
+
+
+outcome_reward.__name__ = "outcome"
+
+
+def make_outcome_reward(strict: bool = True):
+    """Return the outcome reward with reasoning-gym partial credit kept (``strict=False``) or not."""
+    if strict:
+        return outcome_reward
 
     def outcome(completions: list[Any], **kwargs: Any) -> list[float | None]:
-        rewards, reasons, exact = [], [], []
-        for i, completion in enumerate(completions):
-            row = {key: _column(kwargs, key, i) for key in ("problem", "entry", "answer")}
-            score, reason, is_exact = grade_row(completion_text(completion), row, strict=strict)
-            rewards.append(score)
-            reasons.append(reason)
-            if is_exact is not None:
-                exact.append(is_exact)
-        log_reasons("outcome", reasons, OUTCOME_REASONS, kwargs)
-        if exact:
-            # Exact match to the listed answer, next to validity: the two numbers CALVER's critics asked for.
-            log_value("outcome/exact_match", sum(exact) / len(exact), kwargs)
-        return rewards
+        return _outcome(completions, strict=False, **kwargs)
 
-    outcome.__doc__ = outcome_reward_doc
+    outcome.__doc__ = outcome_reward.__doc__
     return outcome
+
+
+def _outcome(completions: list[Any], *, strict: bool, **kwargs: Any) -> list[float | None]:
+    rewards, reasons, exact = [], [], []
+    for i, completion in enumerate(completions):
+        row = {key: _column(kwargs, key, i) for key in ("problem", "entry", "answer")}
+        score, reason, is_exact = grade_row(completion_text(completion), row, strict=strict)
+        rewards.append(score)
+        reasons.append(reason)
+        if is_exact is not None:
+            exact.append(is_exact)
+    log_reasons("outcome", reasons, OUTCOME_REASONS, kwargs)
+    if exact:
+        # Exact match to the listed answer, next to validity: the two numbers CALVER's critics asked for.
+        log_value("outcome/exact_match", sum(exact) / len(exact), kwargs)
+    return rewards
 
 
 def grade_row(
@@ -125,26 +151,3 @@ def _column(kwargs: dict[str, Any], key: str, index: int) -> Any:
     if values is None or not isinstance(values, (list, tuple)) or index >= len(values):
         return None
     return values[index]
-
-
-outcome_reward_doc = """1.0 when the last ``<answer>`` is correct for the row's problem, else 0.0; ``None`` without a target.
-
-    Args:
-        completions: plain strings or conversational completions.
-        **kwargs: dataset columns: ``problem`` (causal problem JSON), or ``entry`` (reasoning-gym
-            entry), and optionally ``answer`` (the listed answer, for the exact-match metric).
-            ``log_metric`` receives ``outcome/exact_match`` and the share of each failure reason.
-
-    Returns:
-        One float (or ``None``) per completion.
-
-    Example:
-        >>> import json
-        >>> problem = json.dumps({"graph": {"type": "DAG", "nodes": ["U", "X", "Y"],
-        ...     "directed": [["U", "X"], ["U", "Y"], ["X", "Y"]], "bidirected": []},
-        ...     "query": {"kind": "backdoor_set", "treatment": "X", "outcome": "Y"}})
-        >>> outcome_reward(["<answer>{U}</answer>", "<answer>{}</answer>"], problem=[problem, problem])
-        [1.0, 0.0]
-    """
-
-outcome_reward = make_outcome_reward(strict=True)

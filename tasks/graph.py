@@ -450,8 +450,6 @@ def parse_graph(
         tokens = _TOKEN_RE.findall(statement)
         if not tokens:
             continue
-        if len(tokens) % 2 == 0:
-            raise GraphParseError(f"incomplete edge in {statement.strip()[:80]!r}")
         prev = None
         for i, tok in enumerate(tokens):
             if i % 2 == 0:
@@ -477,6 +475,8 @@ def parse_graph(
                 prev = tok
             elif tok not in _DIRECTED_RIGHT and tok not in _DIRECTED_LEFT and tok not in _BIDIRECTED:
                 raise GraphParseError(f"expected an edge arrow, got {tok!r} in {statement.strip()[:80]!r}")
+        if len(tokens) % 2 == 0:
+            raise GraphParseError(f"incomplete edge in {statement.strip()[:80]!r}")
     if not order:
         raise GraphParseError("no nodes or edges found")
     if kind is None:

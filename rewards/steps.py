@@ -1,0 +1,271 @@
+"""Reasoning steps for CRoS: split a chain of thought into steps and draw seeded step scrambles.
+
+DESIGN §3.3, steps 1–2. A step is a span of the reasoning text; scrambling moves step *contents*
+between the step slots and keeps everything else (a preamble, ``Step k:`` labels, separators) in
+place, so the identity permutation rebuilds the reasoning exactly and a scramble differs from the
+original only in the order of what the steps say. Keeping the labels fixed matters: a chain whose
+labels read ``Step 2, Step 1, …`` would tell the reference model it was shuffled, lowering the
+answer's likelihood even for a chain whose order carries nothing.
+
+Every function here is linear in the text length, bounded by ``max_chars``, and never raises on
+model output.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import math
+import random
+import re
+
+__all__ = [
+    "MAX_REASONING_CHARS",
+    "apply_permutation",
+    "scramble_permutations",
+    "scramble_seed",
+    "split_steps",
+    "step_spans",
+]
+
+# Longer reasoning is not split at all (CRoS then reports it as too long): bounds every parser.
+MAX_REASONING_CHARS = 1_000_000
+# Upper bound on the number of scrambles one call may ask for; CRoS uses a handful.
+_MAX_SCRAMBLES = 100_000
+# Exhaustive enumeration is only used while n! stays this small.
+_ENUMERATE_LIMIT = 50_000
+
+# A step label at the start of a line: "Step 3:", "step 3 -", "**Step 3.**", "3.", "3)", "## 3:".
+# Bare numbers need ".", ")" or ":" and no digit right after it, so "3 apples" and "1.5 is" stay text.
+_LABEL_RE = re.compile(
+    r"^[ \t#*>]*(?:step[ \t]*\d{1,4}[ \t]*[:.)\-]?|\d{1,4}[ \t]*[.):](?!\d))[ \t*]*",
+    re.IGNORECASE | re.MULTILINE,
+)
+_LINE_RE = re.compile(r"[^\r\n]+")
+# End of a sentence: terminal punctuation (optionally closing quotes/brackets) before whitespace.
+# One mark at a time (not "[.!?]+"): a long run of marks must not backtrack quadratically.
+_SENTENCE_END_RE = re.compile(r"[.!?][\"')\]]*(?=\s)")
+
+
+def _stripped(text: str, start: int, end: int) -> tuple[int, int] | None:
+    """Shrink ``text[start:end]`` to its non-whitespace core; ``None`` when it is blank."""
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return (start, end) if start < end else None
+
+
+def _labelled_spans(reasoning: str) -> list[tuple[int, int]]:
+    labels = list(_LABEL_RE.finditer(reasoning))
+    spans = []
+    for i, label in enumerate(labels):
+        end = labels[i + 1].start() if i + 1 < len(labels) else len(reasoning)
+        span = _stripped(reasoning, label.end(), end)
+        if span is not None:
+            spans.append(span)
+    return spans
+
+
+def _line_spans(reasoning: str) -> list[tuple[int, int]]:
+    spans = []
+    for line in _LINE_RE.finditer(reasoning):
+        span = _stripped(reasoning, line.start(), line.end())
+        if span is not None:
+            spans.append(span)
+    return spans
+
+
+def _sentence_spans(reasoning: str) -> list[tuple[int, int]]:
+    spans = []
+    start = 0
+    for end_mark in _SENTENCE_END_RE.finditer(reasoning):
+        span = _stripped(reasoning, start, end_mark.end())
+        if span is not None:
+            spans.append(span)
+        start = end_mark.end()
+    tail = _stripped(reasoning, start, len(reasoning))
+    if tail is not None:
+        spans.append(tail)
+    return spans
+
+
+def step_spans(reasoning: str, max_chars: int = MAX_REASONING_CHARS) -> list[tuple[int, int]]:
+    """Locate the steps of a reasoning text as ``(start, end)`` character spans.
+
+    Strategies, first one giving at least two steps wins: explicit labels (``Step k:`` or numbered
+    lines such as ``1.`` / ``2)``; a step runs from after its label to the next label and may span
+    several lines), else non-empty lines, else sentences. Spans exclude labels and surrounding
+    whitespace, are ordered and do not overlap.
+
+    Args:
+        reasoning (`str`):
+            The chain of thought (the ``<think>`` content).
+        max_chars (`int`, *optional*, defaults to `MAX_REASONING_CHARS`):
+            Texts longer than this are not split (an empty list is returned): the bound that keeps
+            every call linear and small.
+
+    Returns:
+        `list[tuple[int, int]]`: the step spans; fewer than two when the text has fewer steps
+        (one step, blank text, too long, or not a string).
+
+    Example:
+        >>> text = "Step 1: a\\nStep 2: b"
+        >>> [text[s:e] for s, e in step_spans(text)]
+        ['a', 'b']
+    """
+    if not isinstance(reasoning, str) or not reasoning.strip() or len(reasoning) > max_chars:
+        return []
+    for strategy in (_labelled_spans, _line_spans):
+        spans = strategy(reasoning)
+        if len(spans) >= 2:
+            return spans
+    return _sentence_spans(reasoning)
+
+
+def split_steps(reasoning: str, max_chars: int = MAX_REASONING_CHARS) -> list[str]:
+    """Split a chain of thought into steps (DESIGN §3.3 step 1).
+
+    Explicit ``Step k:`` / numbered lines first (labels removed), else non-empty lines, else
+    sentences. See `step_spans` for the exact rules.
+
+    Args:
+        reasoning (`str`):
+            The chain of thought.
+        max_chars (`int`, *optional*, defaults to `MAX_REASONING_CHARS`):
+            Longer texts give ``[]``.
+
+    Returns:
+        `list[str]`: the step texts, in order. Fewer than two steps means CRoS Δ is undefined.
+
+    Example:
+        >>> split_steps("1. x = 2\\n2. y = x + 1\\n")
+        ['x = 2', 'y = x + 1']
+        >>> split_steps("First add. Then halve.")
+        ['First add.', 'Then halve.']
+    """
+    text = reasoning if isinstance(reasoning, str) else ""
+    return [text[s:e] for s, e in step_spans(text, max_chars=max_chars)]
+
+
+def apply_permutation(
+    reasoning: str, spans: list[tuple[int, int]], permutation: tuple[int, ...] | list[int]
+) -> str:
+    """Rebuild ``reasoning`` with step contents moved between the step slots.
+
+    Slot ``i`` receives the content of step ``permutation[i]``; text outside the spans (preamble,
+    labels, separators) stays where it was, so the identity permutation returns ``reasoning``.
+
+    Args:
+        reasoning (`str`):
+            The original text.
+        spans (`list[tuple[int, int]]`):
+            Its step spans, as returned by `step_spans`.
+        permutation (`tuple[int, ...]`):
+            A permutation of ``range(len(spans))``.
+
+    Returns:
+        `str`: the scrambled text.
+
+    Example:
+        >>> text = "Step 1: a\\nStep 2: b"
+        >>> apply_permutation(text, step_spans(text), (1, 0))
+        'Step 1: b\\nStep 2: a'
+    """
+    if sorted(permutation) != list(range(len(spans))):
+        raise ValueError(f"permutation {tuple(permutation)} is not a permutation of {len(spans)} steps")
+    pieces = []
+    cursor = 0
+    for (start, end), source in zip(spans, permutation):
+        pieces.append(reasoning[cursor:start])
+        src_start, src_end = spans[source]
+        pieces.append(reasoning[src_start:src_end])
+        cursor = end
+    pieces.append(reasoning[cursor:])
+    return "".join(pieces)
+
+
+def scramble_seed(seed: int, prompt: str, completion: str) -> bytes:
+    """Stable seed material for the scrambles of one completion.
+
+    A SHA-256 digest of (global seed, prompt, completion), so the same input draws the same
+    scrambles in every process and every run (Python's ``hash`` is salted per process).
+
+    Example:
+        >>> scramble_seed(0, "p", "c") == scramble_seed(0, "p", "c")
+        True
+    """
+    digest = hashlib.sha256()
+    for part in (str(int(seed)), prompt, completion):
+        encoded = part.encode("utf-8", errors="surrogatepass")
+        # Length-prefix each part so ("ab", "c") and ("a", "bc") differ.
+        digest.update(len(encoded).to_bytes(8, "little"))
+        digest.update(encoded)
+    return digest.digest()
+
+
+def _rng(seed_material: bytes | str | int) -> random.Random:
+    if isinstance(seed_material, int):
+        seed_material = str(seed_material)
+    if isinstance(seed_material, str):
+        seed_material = seed_material.encode("utf-8", errors="surrogatepass")
+    digest = hashlib.sha256(bytes(seed_material)).digest()
+    return random.Random(int.from_bytes(digest[:16], "little"))
+
+
+def scramble_permutations(n: int, m: int, seed_material: bytes | str | int) -> list[tuple[int, ...]]:
+    """Draw ``m`` distinct non-identity permutations of ``n`` steps (DESIGN §3.3 step 2).
+
+    When fewer than ``m`` non-identity permutations exist (``n = 2`` has 1, ``n = 3`` has 5), all
+    of them are returned, in lexicographic order. Otherwise the draw is seeded from
+    ``seed_material`` (hashed with SHA-256): few permutations are enumerated and sampled, many are
+    drawn by Fisher–Yates shuffles with rejection of the identity and repeats, so ``n`` may be large
+    (``n!`` is never enumerated).
+
+    Args:
+        n (`int`):
+            Number of steps. Below 2 there is no scramble and ``[]`` is returned.
+        m (`int`):
+            Number of scrambles wanted, at least 1.
+        seed_material (`bytes`, `str` or `int`):
+            Seed, typically `scramble_seed` of (global seed, prompt, completion).
+
+    Returns:
+        `list[tuple[int, ...]]`: ``min(m, n! - 1)`` permutations; entry ``i`` of a permutation is the
+        index of the step placed in slot ``i``.
+
+    Example:
+        >>> scramble_permutations(2, 4, b"x")
+        [(1, 0)]
+        >>> len(scramble_permutations(3, 4, b"x"))
+        4
+    """
+    if isinstance(m, bool) or not isinstance(m, int) or not 1 <= m <= _MAX_SCRAMBLES:
+        raise ValueError(f"m (number of scrambles) must be an int in [1, {_MAX_SCRAMBLES}], got {m!r}")
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise ValueError(f"n (number of steps) must be an int, got {n!r}")
+    if n < 2:
+        return []
+    identity = tuple(range(n))
+    # n! is only computed while it is small; 13! already exceeds any m we accept.
+    count = math.factorial(n) - 1 if n <= 12 else None
+    if count is not None and count <= m:
+        return [p for p in itertools.permutations(identity) if p != identity]
+    rng = _rng(seed_material)
+    if count is not None and count <= _ENUMERATE_LIMIT and count <= 4 * m:
+        # Dense regime: rejection would mostly redraw repeats, sampling the full list is cheaper.
+        others = [p for p in itertools.permutations(identity) if p != identity]
+        return rng.sample(others, m)
+    chosen: list[tuple[int, ...]] = []
+    seen = {identity}
+    order = list(identity)
+    # Here n! - 1 > 4m, so each draw is new with probability > 3/4; the cap only guards the loop.
+    for _ in range(64 * m + 64):
+        rng.shuffle(order)
+        candidate = tuple(order)
+        if candidate not in seen:
+            seen.add(candidate)
+            chosen.append(candidate)
+            if len(chosen) == m:
+                break
+    return chosen

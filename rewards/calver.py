@@ -1,0 +1,780 @@
+"""CALVER: symbolic verification of a six-slot causal reasoning trace (DESIGN §3.4).
+
+A trace fills five labelled slots inside ``<think>`` and puts the final answer in ``<answer>``
+(:mod:`faithgrpo.rewards.trace` parses the structure). :func:`score_trace` runs six binary checks and
+:func:`calver_reward` turns them into the TRL reward ``S/6``.
+
+=====  ===========  ==================================================================================
+#      check        passes when
+=====  ===========  ==================================================================================
+1      graph        GRAPH parses into a well-formed graph of the problem's type (acyclic for DAG/ADMG)
+                    whose nodes are the problem's nodes (every one written, isolated ones as lone
+                    names) and nothing else. Supplied-graph mode also binds it to the supplied graph:
+                    ``graph_check="exact"`` needs the same edge set; ``"query_local"`` needs the same
+                    edges *into* the ancestral set A of the query's nodes (A taken in the supplied
+                    graph, query nodes included; bidirected edges with both ends in A) and lets the
+                    trace omit nodes outside A. An edge from outside A into A would change A, so it
+                    counts as a difference. Kinds without query nodes (``cycle``) bind exactly.
+2      query        QUERY restates the problem's kind, node roles and variant
+                    (:func:`faithgrpo.tasks.queries.query_matches`).
+3      strategy     STRATEGY names a method that decides the kind (``QueryKind.matches_strategy``) in
+                    at most ``max_strategy_chars`` characters.
+4      derivation   DERIVATION is present, mentions at least one graph node, and every token that
+                    *looks like a node name* is a graph node (rule below).
+5      result       RESULT parses as the kind's answer and satisfies the query predicate on the
+                    verification graph. ``ate`` results carry the strict certificate: RESULT also
+                    names the adjustment set ``{...}``, and X ∉ Z, Z has no descendant of X, Z blocks
+                    every backdoor path, positivity holds and the adjusted ψ is more than ``margin``
+                    from the threshold, on the decided side; a ψ stated in RESULT must be within
+                    ``tolerance`` of the true effect.
+6      answer       ``<answer>`` equals RESULT after normalisation (``QueryKind.format_answer``) and
+                    satisfies the predicate on the *problem's* graph (the hidden source graph in
+                    constructed mode).
+=====  ===========  ==================================================================================
+
+**Modes.** ``problem["mode"]`` is ``"supplied"`` (the default when absent: the prompt shows the edge
+list, the verification graph is the supplied graph) or ``"constructed"`` (the prompt tells a story;
+the verification graph is the trace's own GRAPH, answers are still graded on the hidden graph).
+
+**"Looks like a node name"** (check 4). The derivation is tokenised into ASCII identifiers, edge
+arrows (``->``, ``<-``, ``<->``, ``→``, ``←``, ``↔`` ...) and single punctuation characters. A token is
+a *node mention* when
+
+* it is an operand of an edge arrow (``X <- U -> Y``), or an item of a brace set (``{U, W}``) —
+  structural positions, whatever its spelling (the words ``and``/``or`` inside braces are skipped); or
+* in free text, it is identifier-shaped: it contains an underscore or a digit after a letter
+  (``X12``, ``tar_level``), which ordinary words never do; or
+* in free text, it is a single capital letter other than ``A`` and ``I`` (English words), when the
+  graph itself uses single-capital-letter names (CLEAR-style graphs).
+
+Free-text tokens right before ``(`` or ``[`` are function names (``P(Y=1 | X)``, ``do(X)``,
+``E[Y]``), and a token before ``= {`` or ``:= {`` names a set (``Z = {U}``); neither is a mention.
+Ordinary words (``is``, ``Conditioning``, ``DAG``, ``ATE``) never count, so prose is free; a mention
+that is not a graph node fails the check with the offending token in the reason.
+
+**Answer fields.** The scorer never sees a reference answer: :func:`strip_answer_fields` drops
+answer-like keys (``answer``, ``answers``, ``valid_answers``, ``solution``, ``gold``, ``label``,
+``target``, ``ground_truth`` ...) from the problem and its query *without reading their values*, and
+the scorer then reads only ``graph``, ``query``, ``cpts`` and ``mode``.
+
+**Never raises on model output.** Empty, oversized (``max_chars``, ``max_slot_chars``), garbage,
+deeply nested, unicode and adversarial traces (``max_nodes``/``max_edges`` caps, cyclic "DAGs",
+huge sets) fail the affected checks with a reason. Unknown query kinds fail closed (score 0).
+A malformed *problem* or configuration raises ``ValueError`` naming the fix.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from faithgrpo.rewards.diagnostics import log_value
+from faithgrpo.rewards.text import completion_text
+from faithgrpo.rewards.trace import DEFAULT_MAX_CHARS, SLOT_NAMES, Trace, parse_trace
+from faithgrpo.tasks import criteria as C
+from faithgrpo.tasks.graph import (
+    MAX_EDGES,
+    MAX_NODES,
+    CausalGraph,
+    GraphParseError,
+    node_sort_key,
+    parse_graph,
+)
+from faithgrpo.tasks.queries import QUERY_KINDS, QueryKind, format_query, parse_node_set, query_matches
+
+__all__ = [
+    "CHECK_NAMES",
+    "GRAPH_CHECKS",
+    "CalverConfig",
+    "CalverProblem",
+    "CalverScore",
+    "calver_reward",
+    "make_calver_reward",
+    "node_mentions",
+    "prepare_problem",
+    "score_trace",
+    "strip_answer_fields",
+]
+
+#: The six checks, in table order.
+CHECK_NAMES = SLOT_NAMES
+GRAPH_CHECKS = ("exact", "query_local")
+MODES = ("supplied", "constructed")
+
+DEFAULT_MAX_SLOT_CHARS = 16_000
+DEFAULT_MAX_STRATEGY_CHARS = 300
+
+_ANSWER_KEY_RE = re.compile(
+    r"answer|solution|gold|ground_?truth|label|target|expected|reference|oracle|correct",
+    re.IGNORECASE,
+)
+_SCORER_FIELDS = ("graph", "query", "cpts", "mode")
+
+
+# ---------------------------------------------------------------------------------------------
+# configuration
+@dataclass(frozen=True)
+class CalverConfig:
+    """Scorer settings (all caps bound the work on adversarial traces).
+
+    Attributes:
+        graph_check: ``"exact"`` or ``"query_local"`` (supplied-graph binding, see the module docstring).
+        max_chars: longest completion scored; longer ones fail every check.
+        max_slot_chars: longest GRAPH / QUERY / DERIVATION / RESULT / answer slot.
+        max_strategy_chars: longest STRATEGY slot (a method name, not an essay).
+        max_nodes: most distinct nodes read from GRAPH.
+        max_edges: most edges read from GRAPH.
+
+    Raises:
+        ValueError: a setting out of range, naming the fix.
+    """
+
+    graph_check: str = "exact"
+    max_chars: int = DEFAULT_MAX_CHARS
+    max_slot_chars: int = DEFAULT_MAX_SLOT_CHARS
+    max_strategy_chars: int = DEFAULT_MAX_STRATEGY_CHARS
+    max_nodes: int = MAX_NODES
+    max_edges: int = MAX_EDGES
+
+    def __post_init__(self) -> None:
+        if self.graph_check not in GRAPH_CHECKS:
+            raise ValueError(f"graph_check must be one of {list(GRAPH_CHECKS)}, got {self.graph_check!r}")
+        for name in ("max_chars", "max_slot_chars", "max_strategy_chars", "max_nodes", "max_edges"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+
+
+@functools.lru_cache(maxsize=64)
+def _config(graph_check: str, max_chars: int, max_slot_chars: int, max_strategy_chars: int,
+            max_nodes: int, max_edges: int) -> CalverConfig:  # fmt: skip
+    return CalverConfig(graph_check, max_chars, max_slot_chars, max_strategy_chars, max_nodes, max_edges)
+
+
+# ---------------------------------------------------------------------------------------------
+# the problem, as the scorer sees it
+def strip_answer_fields(problem: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of ``problem`` without answer-like keys, at the top level and inside ``query``.
+
+    A key is answer-like when its name contains ``answer``, ``solution``, ``gold``, ``ground_truth``,
+    ``label``, ``target``, ``expected``, ``reference``, ``oracle`` or ``correct`` (any case). Their
+    values are never read. ``graph`` and ``cpts`` are copied untouched (their keys are node names).
+    Query fields set to ``None`` (how ``datasets`` fills fields a row lacks) are dropped too.
+
+    Args:
+        problem: a DESIGN §4 problem dict (any ``Mapping``).
+
+    Returns:
+        A new dict.
+
+    Example:
+        >>> strip_answer_fields({"graph": {}, "query": {"kind": "cycle", "answer": "A"}, "valid_answers": [1]})
+        {'graph': {}, 'query': {'kind': 'cycle'}}
+    """
+    out: dict[str, Any] = {}
+    for key in list(problem.keys()):
+        if isinstance(key, str) and _ANSWER_KEY_RE.search(key):
+            continue
+        value = problem[key]
+        if key == "query" and isinstance(value, Mapping):
+            value = {
+                k: value[k]
+                for k in list(value.keys())
+                if not (isinstance(k, str) and _ANSWER_KEY_RE.search(k)) and value[k] is not None
+            }
+        out[key] = value
+    return out
+
+
+@dataclass(frozen=True, eq=False)
+class CalverProblem:
+    """A problem prepared for scoring (answer fields stripped, graph and query checked).
+
+    Build it once with :func:`prepare_problem` and pass it to :func:`score_trace` to score many
+    completions of one prompt without re-validating the problem.
+
+    Attributes:
+        graph: the problem's graph (supplied graph, or the hidden source graph in constructed mode).
+        query: the query dict (answer-like fields removed).
+        cpts: the CPTs (``ate`` only) or ``None``.
+        mode: ``"supplied"`` or ``"constructed"``.
+        kind: the :class:`~faithgrpo.tasks.queries.QueryKind`, or ``None`` for an unknown kind
+            (every completion then scores 0).
+        query_nodes: the nodes named by the query's roles.
+    """
+
+    graph: CausalGraph | None
+    query: dict[str, Any]
+    cpts: Mapping[str, Any] | None
+    mode: str
+    kind: QueryKind | None
+    query_nodes: frozenset[str] = frozenset()
+
+    @functools.cached_property
+    def single_letter_names(self) -> bool:
+        """Whether the graph names some node with one capital letter (CLEAR style)."""
+        return self.graph is not None and any(len(v) == 1 and "A" <= v <= "Z" for v in self.graph.nodes)
+
+    @functools.cached_property
+    def local_set(self) -> frozenset[str]:
+        """Ancestors of the query nodes in the problem graph, query nodes included."""
+        if self.graph is None or not self.query_nodes:
+            return frozenset()
+        return self.graph.ancestors(self.query_nodes, include_self=True)
+
+    @functools.cached_property
+    def local_edges(self) -> tuple[frozenset, frozenset]:
+        """The problem graph's edges into :attr:`local_set` (directed) and within it (bidirected)."""
+        assert self.graph is not None
+        return _edges_into(self.graph, self.local_set)
+
+
+def prepare_problem(problem: Mapping[str, Any] | str | CalverProblem) -> CalverProblem:
+    """Strip answer fields and check a DESIGN §4 problem once, for scoring many completions.
+
+    Args:
+        problem: the problem dict, its JSON string, or an already prepared problem.
+
+    Returns:
+        A :class:`CalverProblem`. An unknown query kind is not an error: it gives a problem whose
+        completions all score 0 (fail closed).
+
+    Raises:
+        ValueError: malformed JSON, graph, query, CPTs or mode (the message names the fix).
+
+    Example:
+        >>> p = prepare_problem('{"graph": {"type": "DAG", "nodes": ["X", "Y"], "directed": [["X", "Y"]]},'
+        ...                     ' "query": {"kind": "mediator", "treatment": "X", "outcome": "Y"}}')
+        >>> p.mode, p.kind.name, sorted(p.query_nodes)
+        ('supplied', 'mediator', ['X', 'Y'])
+    """
+    if isinstance(problem, CalverProblem):
+        return problem
+    if isinstance(problem, str):
+        return _prepare_json(problem)
+    if not isinstance(problem, Mapping):
+        raise ValueError(
+            f"problem must be a dict (or its JSON string) with 'graph' and 'query', got {type(problem).__name__}"
+        )
+    return _prepare(strip_answer_fields(problem))
+
+
+@functools.lru_cache(maxsize=512)
+def _prepare_json(text: str) -> CalverProblem:
+    try:
+        problem = json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise ValueError(f"problem is not valid JSON: {exc}") from None
+    if not isinstance(problem, Mapping):
+        raise ValueError("problem JSON must be an object with 'graph' and 'query'")
+    return _prepare(strip_answer_fields(problem))
+
+
+def _prepare(clean: dict[str, Any]) -> CalverProblem:
+    view = {k: clean[k] for k in _SCORER_FIELDS if clean.get(k) is not None}
+    mode = view.get("mode", "supplied")
+    if mode not in MODES:
+        raise ValueError(f"problem 'mode' must be one of {list(MODES)}, got {mode!r}")
+    if "graph" not in view or "query" not in view:
+        raise ValueError("problem needs 'graph' and 'query' fields (DESIGN §4)")
+    query = view["query"]
+    if not isinstance(query, Mapping):
+        raise ValueError(f"problem 'query' must be a dict with a 'kind', got {type(query).__name__}")
+    graph = CausalGraph.from_dict(view["graph"])
+    kind = QUERY_KINDS.get(query.get("kind")) if isinstance(query.get("kind"), str) else None
+    if kind is None:
+        return CalverProblem(graph, dict(query), None, mode, None)
+    cpts = view.get("cpts")
+    kind.check_query(graph, query, cpts)  # ValueError naming the fix
+    nodes: set[str] = set()
+    for role in kind.roles:
+        value = query.get(role)
+        nodes.update([value] if isinstance(value, str) else value or ())
+    return CalverProblem(graph, dict(query), cpts, mode, kind, frozenset(nodes))
+
+
+def _edges_into(g: CausalGraph, nodes: frozenset[str]) -> tuple[frozenset, frozenset]:
+    directed = frozenset(e for e in g.directed if e[1] in nodes)
+    bidirected = frozenset(e for e in g.bidirected if e[0] in nodes and e[1] in nodes)
+    return directed, bidirected
+
+
+# ---------------------------------------------------------------------------------------------
+# the score
+@dataclass(frozen=True)
+class CalverScore:
+    """The six CALVER checks of one completion.
+
+    Attributes:
+        graph, query, strategy, derivation, result, answer: whether each check passed.
+        reasons: for every failed check, ``{check name: short reason}``.
+
+    Properties ``total`` (0..6), ``reward`` (``total / 6``) and ``passed`` (all six) derive from the
+    booleans.
+    """
+
+    graph: bool = False
+    query: bool = False
+    strategy: bool = False
+    derivation: bool = False
+    result: bool = False
+    answer: bool = False
+    reasons: dict[str, str] = field(default_factory=dict, hash=False)
+
+    @property
+    def total(self) -> int:
+        """Number of passed checks, 0..6."""
+        return sum(getattr(self, name) for name in CHECK_NAMES)
+
+    @property
+    def reward(self) -> float:
+        """``total / 6``."""
+        return self.total / len(CHECK_NAMES)
+
+    @property
+    def passed(self) -> bool:
+        """All six checks pass (a correct chain of thought, for CoT-Pass@K)."""
+        return self.total == len(CHECK_NAMES)
+
+    def failed(self) -> list[str]:
+        """Names of the failed checks, in table order."""
+        return [name for name in CHECK_NAMES if not getattr(self, name)]
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain JSON-serialisable view."""
+        return {
+            **{name: getattr(self, name) for name in CHECK_NAMES},
+            "total": self.total,
+            "reward": self.reward,
+            "reasons": dict(self.reasons),
+        }
+
+
+def score_trace(
+    text: Any,
+    problem: Mapping[str, Any] | str | CalverProblem,
+    *,
+    graph_check: str = "exact",
+    max_chars: int = DEFAULT_MAX_CHARS,
+    max_slot_chars: int = DEFAULT_MAX_SLOT_CHARS,
+    max_strategy_chars: int = DEFAULT_MAX_STRATEGY_CHARS,
+    max_nodes: int = MAX_NODES,
+    max_edges: int = MAX_EDGES,
+) -> CalverScore:
+    """Run the six CALVER checks (module docstring) on one completion.
+
+    Args:
+        text: the completion: a string or a TRL conversational completion.
+        problem: the DESIGN §4 problem (dict, JSON string, or :func:`prepare_problem`'s result).
+            Answer fields are stripped before anything is read.
+        graph_check: ``"exact"`` (GRAPH has the supplied edge set) or ``"query_local"`` (same edges
+            into the ancestral set of the query nodes). Constructed-mode problems ignore it.
+        max_chars: longest completion scored.
+        max_slot_chars: longest slot.
+        max_strategy_chars: longest STRATEGY.
+        max_nodes: most nodes read from GRAPH.
+        max_edges: most edges read from GRAPH.
+
+    Returns:
+        A :class:`CalverScore`. Never raises on the completion.
+
+    Raises:
+        ValueError: a malformed problem or setting (naming the fix).
+
+    Example:
+        >>> problem = {"graph": {"type": "DAG", "nodes": ["U", "X", "M", "Y"],
+        ...            "directed": [["U", "X"], ["U", "Y"], ["X", "M"], ["M", "Y"]]},
+        ...            "query": {"kind": "backdoor_set", "treatment": "X", "outcome": "Y"}}
+        >>> trace = ("<think>GRAPH: U -> X; U -> Y; X -> M; M -> Y\\n"
+        ...          "QUERY: backdoor_set(treatment=X, outcome=Y)\\nSTRATEGY: backdoor criterion\\n"
+        ...          "DERIVATION:\\n- X <- U -> Y is open; conditioning on U blocks it\\n"
+        ...          "- M is a descendant of X\\nRESULT: {U}</think><answer>{U}</answer>")
+        >>> score_trace(trace, problem).total
+        6
+        >>> s = score_trace(trace.replace("RESULT: {U}", "RESULT: {M}"), problem)
+        >>> s.total, s.failed()
+        (4, ['result', 'answer'])
+    """
+    config = _config(graph_check, max_chars, max_slot_chars, max_strategy_chars, max_nodes, max_edges)
+    return _score(completion_text(text), prepare_problem(problem), config)
+
+
+def _fail_all(reason: str) -> CalverScore:
+    return CalverScore(reasons=dict.fromkeys(CHECK_NAMES, reason))
+
+
+def _score(text: str, p: CalverProblem, cfg: CalverConfig) -> CalverScore:
+    if p.kind is None:
+        return _fail_all(f"unknown query kind {p.query.get('kind')!r}: CALVER fails closed")
+    if not text.strip():
+        return _fail_all("empty completion")
+    if len(text) > cfg.max_chars:
+        return _fail_all(f"completion has {len(text)} characters, over max_chars={cfg.max_chars}")
+    trace = parse_trace(text, max_chars=cfg.max_chars)
+    reasons: dict[str, str] = {}
+    passed: dict[str, bool] = {}
+
+    def run(name: str, check: Any, *args: Any) -> Any:
+        try:
+            reason, extra = check(*args)
+        except Exception as exc:  # the scorer never raises on model output; tests assert this never fires
+            reason, extra = f"internal error {type(exc).__name__}: {str(exc)[:120]}", None
+        passed[name] = reason is None
+        if reason is not None:
+            reasons[name] = reason
+        return extra
+
+    trace_graph = run("graph", _check_graph, trace, p, cfg)
+    run("query", _check_query, trace, p, cfg)
+    run("strategy", _check_strategy, trace, p, cfg)
+    run("derivation", _check_derivation, trace, p, cfg)
+    result_value = run("result", _check_result, trace, p, cfg, trace_graph)
+    run("answer", _check_answer, trace, p, cfg, result_value)
+    return CalverScore(**passed, reasons=reasons)
+
+
+# ---------------------------------------------------------------------------------------------
+# the six checks: each returns (reason or None, extra)
+def _slot(trace: Trace, name: str, cap: int) -> tuple[str | None, str | None]:
+    value = getattr(trace, name)
+    if isinstance(value, tuple):
+        value = "\n".join(value)
+    label = "<answer>" if name == "answer" else name.upper()
+    if not value:
+        return None, f"no {label} slot"
+    if len(value) > cap:
+        return None, f"{label} has {len(value)} characters, over the cap of {cap}"
+    return value, None
+
+
+def _short(items: Any, limit: int = 3) -> str:
+    items = sorted(items, key=lambda v: node_sort_key(v) if isinstance(v, str) else (str(v), ""))
+    text = ", ".join(map(str, items[:limit]))
+    return text + (f" (+{len(items) - limit} more)" if len(items) > limit else "")
+
+
+def _edge_diff(mine: tuple[frozenset, frozenset], theirs: tuple[frozenset, frozenset]) -> str | None:
+    parts = []
+    for arrow, a, b in (("->", mine[0], theirs[0]), ("<->", mine[1], theirs[1])):
+        if a - b:
+            parts.append("extra " + _short(f"{u} {arrow} {v}" for u, v in a - b))
+        if b - a:
+            parts.append("missing " + _short(f"{u} {arrow} {v}" for u, v in b - a))
+    return "; ".join(parts) or None
+
+
+def _check_graph(trace: Trace, p: CalverProblem, cfg: CalverConfig) -> tuple[str | None, CausalGraph | None]:
+    text, why = _slot(trace, "graph", cfg.max_slot_chars)
+    if why:
+        return why, None
+    assert p.graph is not None
+    if len(p.graph.nodes) > cfg.max_nodes:
+        return f"the problem has {len(p.graph.nodes)} nodes, over max_nodes={cfg.max_nodes}; raise it", None
+    try:
+        parsed = parse_graph(
+            text,
+            p.graph.kind,
+            max_nodes=cfg.max_nodes,
+            max_edges=cfg.max_edges,
+            max_chars=cfg.max_slot_chars,
+            validate=False,
+        )
+    except GraphParseError as exc:
+        return f"GRAPH does not parse: {str(exc)[:160]}", None
+    unknown = parsed.node_set - p.graph.node_set
+    if unknown:
+        return f"GRAPH names node(s) not in the problem: {_short(unknown)}", None
+    local = p.mode == "supplied" and cfg.graph_check == "query_local" and bool(p.query_nodes)
+    if not local:
+        missing = p.graph.node_set - parsed.node_set
+        if missing:
+            return f"GRAPH omits node(s) {_short(missing)} (write isolated nodes as lone names)", None
+    full = CausalGraph(p.graph.kind, p.graph.nodes, parsed.directed, parsed.bidirected)
+    try:
+        full.validate()
+    except GraphParseError as exc:
+        return f"GRAPH is not a well-formed {p.graph.kind}: {str(exc)[:160]}", None
+    if p.mode == "supplied":
+        if local:
+            diff = _edge_diff(_edges_into(full, p.local_set), p.local_edges)
+            where = "among the ancestors of the query nodes"
+        else:
+            diff = _edge_diff((full.directed, full.bidirected), (p.graph.directed, p.graph.bidirected))
+            where = "from the supplied graph"
+        if diff:
+            return f"GRAPH differs {where}: {diff}", full
+    return None, full
+
+
+def _check_query(trace: Trace, p: CalverProblem, cfg: CalverConfig) -> tuple[str | None, None]:
+    text, why = _slot(trace, "query", cfg.max_slot_chars)
+    if why:
+        return why, None
+    if query_matches(p.query, text):
+        return None, None
+    return f"QUERY {text[:80]!r} does not restate {format_query(p.query)}", None
+
+
+def _check_strategy(trace: Trace, p: CalverProblem, cfg: CalverConfig) -> tuple[str | None, None]:
+    text, why = _slot(trace, "strategy", cfg.max_strategy_chars)
+    if why:
+        return why, None
+    assert p.kind is not None
+    if p.kind.matches_strategy(text):
+        return None, None
+    return f"STRATEGY {text[:60]!r} names no method that decides {p.kind.name}", None
+
+
+# Derivation tokens: edge arrows, ASCII identifiers, ':=' and any other single non-space character.
+_DERIVATION_TOKEN_RE = re.compile(r"<-{1,2}>|-{1,2}>|<-{1,2}|[→⟶←⟵↔⟷]|[A-Za-z0-9_]+|:=|\S")
+_ARROWS = frozenset({"<->", "<-->", "->", "-->", "<-", "<--", "→", "⟶", "←", "⟵", "↔", "⟷"})
+_IDENT_RE = re.compile(r"[A-Za-z0-9_]+")
+_IDENTIFIER_SHAPED_RE = re.compile(r"[A-Za-z][A-Za-z0-9_]*(?:_|[0-9])[A-Za-z0-9_]*|_[A-Za-z0-9_]*")
+_SET_WORDS = frozenset({"and", "or"})
+_ENGLISH_LETTERS = frozenset({"A", "I"})
+
+
+def node_mentions(text: str, single_letter_names: bool) -> tuple[list[str], bool]:
+    """The tokens of ``text`` that look like node names (rule in the module docstring).
+
+    Args:
+        text: derivation text.
+        single_letter_names: the graph names nodes with single capital letters.
+
+    Returns:
+        ``(mentions, identifiers)``: the node-like tokens in order, and every identifier token (for
+        the "mentions some node" test).
+
+    Example:
+        >>> node_mentions("backdoor path X <- U -> Y is open; P(Y | X) uses Z = {U}", True)[0]
+        ['X', 'U', 'Y', 'Y', 'X', 'U']
+    """
+    tokens = _DERIVATION_TOKEN_RE.findall(text)
+    mentions: list[str] = []
+    identifiers: list[str] = []
+    depth = 0
+    n = len(tokens)
+    for i, tok in enumerate(tokens):
+        if tok == "{":
+            depth += 1
+            continue
+        if tok == "}":
+            depth = max(depth - 1, 0)
+            continue
+        if not _IDENT_RE.fullmatch(tok):
+            continue
+        identifiers.append(tok)
+        prev_tok = tokens[i - 1] if i else ""
+        next_tok = tokens[i + 1] if i + 1 < n else ""
+        if prev_tok in _ARROWS or next_tok in _ARROWS:
+            mentions.append(tok)
+        elif depth:
+            if tok not in _SET_WORDS:
+                mentions.append(tok)
+        elif next_tok in ("(", "["):
+            continue  # function or operator name: P(...), do(...), E[...]
+        elif next_tok in ("=", ":=") and i + 2 < n and tokens[i + 2] == "{":
+            continue  # a name for a set: Z = {U, W}
+        elif _IDENTIFIER_SHAPED_RE.fullmatch(tok) or (
+            single_letter_names and len(tok) == 1 and "A" <= tok <= "Z" and tok not in _ENGLISH_LETTERS
+        ):
+            mentions.append(tok)
+    return mentions, identifiers
+
+
+def _check_derivation(trace: Trace, p: CalverProblem, cfg: CalverConfig) -> tuple[str | None, None]:
+    text, why = _slot(trace, "derivation", cfg.max_slot_chars)
+    if why:
+        return why, None
+    assert p.graph is not None
+    nodes = p.graph.node_set
+    mentions, identifiers = node_mentions(text, p.single_letter_names)
+    strangers = list(dict.fromkeys(m for m in mentions if m not in nodes))
+    if strangers:
+        return f"DERIVATION mentions {_short(strangers)}, not node(s) of the graph", None
+    if not any(t in nodes for t in identifiers):
+        return "DERIVATION mentions no node of the graph", None
+    return None, None
+
+
+_ATE_SET_RE = re.compile(r"\{[^{}]*\}|\bset\(\)|∅")
+
+
+def _ate_adjustment_set(text: str) -> tuple[frozenset[str] | None, str | None]:
+    blocks = _ATE_SET_RE.findall(text)
+    if len(blocks) != 1:
+        what = "no" if not blocks else "more than one"
+        return None, (
+            f"ate RESULT names {what} adjustment set; write the decision, ψ and the one set Z it "
+            "adjusts for, e.g. 'yes, ψ = 0.35, Z = {U}'"
+        )
+    z = parse_node_set(blocks[0])
+    if z is None:
+        return None, f"ate RESULT adjustment set {blocks[0][:60]!r} does not parse"
+    return z, None
+
+
+def _verify(
+    p: CalverProblem, graph: CausalGraph, value: Any, text: str, where: str, certify: bool
+) -> str | None:
+    """None when ``value`` satisfies the predicate on ``graph``; else the reason."""
+    assert p.kind is not None
+    try:
+        ok = p.kind.is_valid(graph, p.query, value, p.cpts)
+    except ValueError as exc:  # the query or CPTs do not fit this graph (constructed mode)
+        return f"the query cannot be checked on {where}: {str(exc)[:120]}"
+    shown = p.kind.format_answer(value)
+    if not ok:
+        unknown = set(value) - graph.node_set if p.kind.answer_type in ("set", "cycle") else set()
+        if unknown:
+            return f"{shown[:80]} names node(s) not in the graph: {_short(unknown)}"
+        return f"{shown[:80]} does not satisfy {p.kind.name} on {where}"
+    if certify and p.kind.name == "ate":
+        z, why = _ate_adjustment_set(text)
+        if why:
+            return why
+        q = p.query
+        try:
+            certified, detail = C.ate_certificate(
+                graph,
+                p.cpts,
+                q["treatment"],
+                q["outcome"],
+                z,
+                float(q["threshold"]),
+                float(q.get("margin", 0.0)),
+            )
+        except ValueError as exc:
+            return f"no ATE certificate on {where}: {str(exc)[:120]}"
+        if not certified:
+            return f"no ATE certificate on {where}: {detail[:120]}"
+    return None
+
+
+def _check_result(
+    trace: Trace, p: CalverProblem, cfg: CalverConfig, trace_graph: CausalGraph | None
+) -> tuple[str | None, Any]:
+    text, why = _slot(trace, "result", cfg.max_slot_chars)
+    if why:
+        return why, None
+    assert p.kind is not None and p.graph is not None
+    value = p.kind.parse_answer(text)
+    if value is None:
+        return f"RESULT {text[:60]!r} does not parse as a {p.kind.answer_type} answer", None
+    if p.mode == "constructed":
+        if trace_graph is None:
+            return "no verification graph: the trace's GRAPH is not a well-formed graph", value
+        graph, where = trace_graph, "the trace's GRAPH"
+    else:
+        graph, where = p.graph, "the supplied graph"
+    return _verify(p, graph, value, text, where, certify=True), value
+
+
+def _check_answer(
+    trace: Trace, p: CalverProblem, cfg: CalverConfig, result_value: Any
+) -> tuple[str | None, None]:
+    text, why = _slot(trace, "answer", cfg.max_slot_chars)
+    if why:
+        return why, None
+    assert p.kind is not None and p.graph is not None
+    value = p.kind.parse_answer(text)
+    if value is None:
+        return f"<answer> {text[:60]!r} does not parse as a {p.kind.answer_type} answer", None
+    if result_value is None:
+        return "no parsable RESULT to compare the answer with", None
+    mine, theirs = p.kind.format_answer(value), p.kind.format_answer(result_value)
+    if mine != theirs:
+        return f"<answer> {mine[:60]} differs from RESULT {theirs[:60]}", None
+    where = "the hidden source graph" if p.mode == "constructed" else "the supplied graph"
+    return _verify(p, p.graph, value, text, where, certify=False), None
+
+
+# ---------------------------------------------------------------------------------------------
+# the TRL reward
+def make_calver_reward(
+    *,
+    graph_check: str = "exact",
+    max_chars: int = DEFAULT_MAX_CHARS,
+    max_slot_chars: int = DEFAULT_MAX_SLOT_CHARS,
+    max_strategy_chars: int = DEFAULT_MAX_STRATEGY_CHARS,
+    max_nodes: int = MAX_NODES,
+    max_edges: int = MAX_EDGES,
+):
+    """Build the CALVER reward with the given scorer settings (see :func:`score_trace`).
+
+    Returns:
+        A TRL reward function named ``calver``.
+
+    Raises:
+        ValueError: a setting out of range (checked here, before training starts).
+    """
+    config = CalverConfig(graph_check, max_chars, max_slot_chars, max_strategy_chars, max_nodes, max_edges)
+
+    def calver(completions: list[Any], problem: list[Any] | None = None, **kwargs: Any) -> list[float | None]:
+        rewards: list[float | None] = []
+        scores: list[CalverScore] = []
+        failed: list[str] = []
+        bad_rows = 0
+        prepared: dict[Any, CalverProblem | None] = {}
+        for i, completion in enumerate(completions):
+            row = problem[i] if isinstance(problem, (list, tuple)) and i < len(problem) else None
+            if row is None or (isinstance(row, str) and not row.strip()):
+                rewards.append(None)  # not a causal row (e.g. reasoning-gym): CALVER does not apply
+                failed.append("")
+                continue
+            key = row if isinstance(row, str) else id(row)
+            if key not in prepared:
+                try:
+                    prepared[key] = prepare_problem(row)
+                except ValueError:
+                    prepared[key] = None  # a malformed row must not crash training
+            if prepared[key] is None:
+                bad_rows += 1
+                rewards.append(None)
+                failed.append("bad_row")
+                continue
+            score = _score(completion_text(completion), prepared[key], config)
+            scores.append(score)
+            rewards.append(score.reward)
+            failed.append(",".join(score.failed()))
+        if scores:
+            for name in CHECK_NAMES:
+                log_value(f"calver/{name}", sum(getattr(s, name) for s in scores) / len(scores), kwargs)
+            log_value("calver/total", sum(s.total for s in scores) / len(scores), kwargs)
+        if completions:
+            log_value("calver/bad_row", bad_rows / len(completions), kwargs)
+        log_extra = kwargs.get("log_extra")
+        if callable(log_extra) and completions:
+            log_extra("calver_failed", failed)
+        return rewards
+
+    calver.__doc__ = _REWARD_DOC
+    return calver
+
+
+_REWARD_DOC = """CALVER reward: S/6 for the six symbolic trace checks (DESIGN §3.4); ``None`` for non-causal rows.
+
+    Args:
+        completions: plain strings or conversational completions.
+        problem: the ``problem`` column (DESIGN §4 JSON string or dict per row); rows whose problem
+            is ``None`` or empty (e.g. reasoning-gym rows) get ``None``, and so do malformed problems.
+        **kwargs: other TRL reward kwargs. ``log_metric`` receives each check's pass rate
+            (``calver/graph`` … ``calver/answer``), the mean total ``calver/total`` (0..6) and the
+            share of malformed rows ``calver/bad_row``; ``log_extra`` receives a ``calver_failed``
+            column naming each completion's failed checks.
+
+    Returns:
+        One float in {0, 1/6, …, 1} (or ``None``) per completion.
+
+    Example:
+        >>> problem = {"graph": {"type": "DAG", "nodes": ["X", "M", "Y"], "directed": [["X", "M"], ["M", "Y"]]},
+        ...            "query": {"kind": "mediator", "treatment": "X", "outcome": "Y"}}
+        >>> calver_reward(["<answer>M</answer>", "no trace"], problem=[problem, None])
+        [0.0, None]
+    """
+
+calver_reward = make_calver_reward()

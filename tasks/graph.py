@@ -74,7 +74,10 @@ _BIDIRECTED = frozenset({"<->", "<-->", "↔", "⟷"})
 
 # One token per match; the catch-all ``\S`` turns anything unexpected into an error token.
 _TOKEN_RE = re.compile(r"<-{1,2}>|-{1,2}>|<-{1,2}|[→⟶←⟵↔⟷]|[A-Za-z0-9_]+|\S")
-_STATEMENT_SPLIT_RE = re.compile(r"[,;\n]|\band\b")
+_LEX_RE = re.compile(
+    r"(?P<sep>[,;\n])|(?P<bi><-{1,2}>|[↔⟷])|(?P<right>-{1,2}>|[→⟶])|(?P<left><-{1,2}|[←⟵])"
+    r"|(?P<node>[A-Za-z0-9_]+)|(?P<bad>\S)"
+)
 _DIGITS_RE = re.compile(r"(\d+)")
 
 
@@ -183,6 +186,22 @@ class CausalGraph:
             acc.setdefault(b, set()).add(a)
         return {v: frozenset(s) for v, s in acc.items()}
 
+    @cached_property
+    def adjacency(self) -> dict[str, tuple[tuple[str, str], ...]]:
+        """Mixed-graph adjacency: ``v -> ((mark, w), ...)`` with ``mark`` read from v's side.
+
+        ``"->"`` for ``v -> w``, ``"<-"`` for ``w -> v``, ``"<->"`` for ``v <-> w``; each list is
+        sorted by (natural node order, mark), so every traversal built on it is deterministic.
+        """
+        acc: dict[str, list[tuple[str, str]]] = {v: [] for v in self.nodes}
+        for a, b in self.directed:
+            acc[a].append(("->", b))
+            acc[b].append(("<-", a))
+        for a, b in self.bidirected:
+            acc[a].append(("<->", b))
+            acc[b].append(("<->", a))
+        return {v: tuple(sorted(e, key=lambda mw: (node_sort_key(mw[1]), mw[0]))) for v, e in acc.items()}
+
     def _check_nodes(self, vs: frozenset[str]) -> None:
         missing = vs - self.node_set
         if missing:
@@ -281,8 +300,8 @@ class CausalGraph:
         return None
 
     def is_acyclic(self) -> bool:
-        """Whether the directed part has no directed cycle."""
-        return self.find_cycle() is None
+        """Whether the directed part has no directed cycle. ``O(|V| + |E|)`` (Kahn's algorithm)."""
+        return _is_acyclic(self.nodes, self.directed)
 
     def validate(self) -> CausalGraph:
         """Check well-formedness for the graph's kind and return ``self``.
@@ -294,36 +313,35 @@ class CausalGraph:
         Raises:
             GraphParseError: naming the offending kind, node, edge or cycle.
         """
+        return self._validate(check_names=True)
+
+    def _validate(self, *, check_names: bool, acyclic: bool | None = None) -> CausalGraph:
+        # parse_graph skips the name and endpoint checks: its lexer only produces valid names
         if self.kind not in GRAPH_KINDS:
             raise GraphParseError(f"unknown graph kind {self.kind!r}; use one of {list(GRAPH_KINDS)}")
         if not self.nodes:
             raise GraphParseError("graph has no nodes")
-        if len(self.node_set) != len(self.nodes):
-            dup = next(v for i, v in enumerate(self.nodes) if v in self.nodes[:i])
-            raise GraphParseError(f"duplicate node {dup!r}")
-        for v in self.nodes:
-            if not isinstance(v, str) or not NODE_RE.fullmatch(v):
-                raise GraphParseError(f"bad node name {v!r}: use letters, digits and underscores")
-        for a, b in sorted(self.directed):
-            for end in (a, b):
-                if end not in self.node_set:
-                    raise GraphParseError(f"edge {a} -> {b} uses unknown node {end!r}")
-            if a == b:
-                raise GraphParseError(f"self loop {a} -> {b}")
+        if check_names:
+            if len(self.node_set) != len(self.nodes):
+                dup = next(v for i, v in enumerate(self.nodes) if v in self.nodes[:i])
+                raise GraphParseError(f"duplicate node {dup!r}")
+            for v in self.nodes:
+                if not isinstance(v, str) or not NODE_RE.fullmatch(v):
+                    raise GraphParseError(f"bad node name {v!r}: use letters, digits and underscores")
+            for arrow, edges in (("->", self.directed), ("<->", self.bidirected)):
+                for a, b in sorted(edges):
+                    for end in (a, b):
+                        if end not in self.node_set:
+                            raise GraphParseError(f"edge {a} {arrow} {b} uses unknown node {end!r}")
+                    if a == b:
+                        raise GraphParseError(f"self loop {a} {arrow} {b}")
         if self.bidirected and self.kind != "ADMG":
             a, b = min(self.bidirected)
             raise GraphParseError(f"bidirected edge {a} <-> {b} in a {self.kind}; only ADMGs have them")
-        for a, b in sorted(self.bidirected):
-            for end in (a, b):
-                if end not in self.node_set:
-                    raise GraphParseError(f"edge {a} <-> {b} uses unknown node {end!r}")
-            if a == b:
-                raise GraphParseError(f"self loop {a} <-> {b}")
-        if self.kind in ("DAG", "ADMG"):
-            cycle = self.find_cycle()
-            if cycle is not None:
-                loop = " -> ".join((*cycle, cycle[0]))
-                raise GraphParseError(f"{self.kind} has a directed cycle {loop}")
+        if self.kind in ("DAG", "ADMG") and not (self.is_acyclic() if acyclic is None else acyclic):
+            cycle = self.find_cycle() or ()
+            loop = " -> ".join((*cycle, *cycle[:1]))
+            raise GraphParseError(f"{self.kind} has a directed cycle {loop}")
         return self
 
     # -- conversions ----------------------------------------------------------------------------
@@ -446,47 +464,78 @@ def parse_graph(
     directed: set[tuple[str, str]] = set()
     bidirected: set[tuple[str, str]] = set()
     n_edges = 0
-    for statement in _STATEMENT_SPLIT_RE.split(text):
-        tokens = _TOKEN_RE.findall(statement)
-        if not tokens:
-            continue
-        prev = None
-        for i, tok in enumerate(tokens):
-            if i % 2 == 0:
-                if not NODE_RE.fullmatch(tok):
-                    raise GraphParseError(f"expected a node name, got {tok!r} in {statement.strip()[:80]!r}")
-                if tok not in order:
-                    if len(order) >= max_nodes:
-                        raise GraphParseError(f"more than {max_nodes} nodes")
-                    order[tok] = None
-                if prev is not None:
-                    op = tokens[i - 1]
-                    if prev == tok:
-                        raise GraphParseError(f"self loop on {tok!r}")
-                    n_edges += 1
-                    if n_edges > max_edges:
-                        raise GraphParseError(f"more than {max_edges} edges")
-                    if op in _DIRECTED_RIGHT:
-                        directed.add((prev, tok))
-                    elif op in _DIRECTED_LEFT:
-                        directed.add((tok, prev))
-                    else:
-                        bidirected.add((prev, tok))
-                prev = tok
-            elif tok not in _DIRECTED_RIGHT and tok not in _DIRECTED_LEFT and tok not in _BIDIRECTED:
-                raise GraphParseError(f"expected an edge arrow, got {tok!r} in {statement.strip()[:80]!r}")
-        if len(tokens) % 2 == 0:
-            raise GraphParseError(f"incomplete edge in {statement.strip()[:80]!r}")
+    prev: str | None = None  # last node of the current chain
+    pending: str | None = None  # arrow group waiting for its right-hand node
+    # one pass over the lexemes; `and` and , ; newline end a chain
+    for m in _LEX_RE.finditer(text):
+        group, tok = m.lastgroup, m.group()
+        if group == "node" and tok == "and":
+            group = "sep"
+        if group == "node":
+            if prev is not None and pending is None:
+                raise GraphParseError(f"expected an edge arrow, got {tok!r} near {_context(text, m)!r}")
+            if tok not in order:
+                if len(order) >= max_nodes:
+                    raise GraphParseError(f"more than {max_nodes} nodes")
+                order[tok] = None
+            if pending is not None:
+                if prev == tok:
+                    raise GraphParseError(f"self loop on {tok!r}")
+                n_edges += 1
+                if n_edges > max_edges:
+                    raise GraphParseError(f"more than {max_edges} edges")
+                if pending == "right":
+                    directed.add((prev, tok))
+                elif pending == "left":
+                    directed.add((tok, prev))
+                else:
+                    bidirected.add((prev, tok))
+                pending = None
+            prev = tok
+        elif group == "sep":
+            if pending is not None:
+                raise GraphParseError(f"incomplete edge near {_context(text, m)!r}")
+            prev = None
+        elif group == "bad" and prev is not None and pending is None:
+            raise GraphParseError(f"expected an edge arrow, got {tok!r} near {_context(text, m)!r}")
+        elif group == "bad" or prev is None or pending is not None:
+            raise GraphParseError(f"expected a node name, got {tok!r} near {_context(text, m)!r}")
+        else:
+            pending = group
+    if pending is not None:
+        raise GraphParseError(f"incomplete edge at the end of {text[-40:]!r}")
     if not order:
         raise GraphParseError("no nodes or edges found")
+    nodes_t = tuple(order)
+    acyclic = None
     if kind is None:
-        if bidirected:
-            kind = "ADMG"
-        else:
-            probe = CausalGraph("DAG", tuple(order), frozenset(directed))
-            kind = "DAG" if probe.is_acyclic() else "DG"
-    g = CausalGraph(kind, tuple(order), frozenset(directed), frozenset(bidirected))
-    return g.validate() if validate else g
+        acyclic = _is_acyclic(nodes_t, directed)
+        kind = "ADMG" if bidirected else ("DAG" if acyclic else "DG")
+    g = CausalGraph(kind, nodes_t, frozenset(directed), frozenset(bidirected))
+    return g._validate(check_names=False, acyclic=acyclic) if validate else g
+
+
+def _context(text: str, m: re.Match) -> str:
+    return text[max(0, m.start() - 30) : m.end() + 30]
+
+
+def _is_acyclic(nodes: Iterable[str], directed: Iterable[tuple[str, str]]) -> bool:
+    """Kahn's algorithm, ``O(|V| + |E|)``; cheaper than the DFS that also finds a witness."""
+    indeg = dict.fromkeys(nodes, 0)
+    kids: dict[str, list[str]] = {}
+    for a, b in directed:
+        indeg[b] += 1
+        kids.setdefault(a, []).append(b)
+    stack = [v for v, d in indeg.items() if d == 0]
+    seen = 0
+    while stack:
+        v = stack.pop()
+        seen += 1
+        for w in kids.get(v, ()):
+            indeg[w] -= 1
+            if indeg[w] == 0:
+                stack.append(w)
+    return seen == len(indeg)
 
 
 _FLIP = {"->": "<-", "<-": "->", "<->": "<->"}

@@ -138,6 +138,9 @@ def parse_node_set(text: Any) -> frozenset[str] | None:
     if len(blocks) > 1:
         return None
     if len(blocks) == 1:
+        outside = s.replace(blocks[0], " ", 1)
+        if any(ch in outside for ch in "{}[]()"):
+            return None  # nested or unbalanced brackets
         inner = blocks[0][1:-1].strip()
         if not inner:
             return frozenset()

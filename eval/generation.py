@@ -1,0 +1,603 @@
+"""Sample G completions per prompt from a checkpoint, and cache them to JSONL.
+
+A checkpoint is a base model (``"embedded"``, a local directory or a hub id, resolved through
+`faithgrpo.models.resolve`) plus an optional LoRA adapter directory, the thing the GRPO recipe
+saves. Two backends:
+
+- ``"transformers"`` (default, always available): ``model.generate`` in batches of prompts × samples,
+  left padding, chat template applied to conversational prompts, seeded per batch.
+- ``"vllm"`` (optional): used when the ``vllm`` package is importable (``pip install
+  'faithgrpo[vllm]'``; it is not installed on CPU-only machines). Seeds go through vLLM's
+  per-request seed, so its samples differ from the transformers backend's for the same seed.
+
+The cache (`write_completions` / `read_completions`) holds one JSON record per prompt:
+``{"id", "prompt", "completions", "num_tokens", "settings"}``. Metrics read it back without
+regenerating; the reader refuses empty, truncated or inconsistent files with an error that names the
+fix (regenerate, or point at the right file).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib.util
+import json
+import math
+import os
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "AdapterMismatchError",
+    "CacheError",
+    "CompletionRecord",
+    "GenerationStats",
+    "SamplingSettings",
+    "generate_completions",
+    "load_checkpoint",
+    "read_completions",
+    "vllm_available",
+    "write_completions",
+]
+
+BACKENDS = ("transformers", "vllm")
+
+
+class AdapterMismatchError(ValueError):
+    """A LoRA adapter does not fit the base model it is being loaded onto."""
+
+
+class CacheError(ValueError):
+    """A completions cache file is empty, truncated or inconsistent."""
+
+
+@dataclass(frozen=True)
+class SamplingSettings:
+    """How completions are sampled.
+
+    Attributes:
+        num_samples: completions per prompt (G).
+        temperature: sampling temperature; 0 means greedy decoding (all G samples then agree).
+        top_p: nucleus sampling mass in (0, 1].
+        max_new_tokens: generation budget per completion.
+        seed: seed of the sampling (each batch is seeded from it and the batch index).
+        batch_size: sequences (prompts × samples) per ``generate`` call.
+    """
+
+    num_samples: int = 8
+    temperature: float = 1.0
+    top_p: float = 1.0
+    max_new_tokens: int = 512
+    seed: int = 0
+    batch_size: int = 16
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.num_samples, int) or self.num_samples < 1:
+            raise ValueError(f"num_samples (G) must be a positive int, got {self.num_samples!r}")
+        if not self.temperature >= 0 or not math.isfinite(self.temperature):
+            raise ValueError(f"temperature must be a finite number >= 0, got {self.temperature!r}")
+        if not 0 < self.top_p <= 1:
+            raise ValueError(f"top_p must be in (0, 1], got {self.top_p!r}")
+        if not isinstance(self.max_new_tokens, int) or self.max_new_tokens < 1:
+            raise ValueError(f"max_new_tokens must be a positive int, got {self.max_new_tokens!r}")
+        if not isinstance(self.batch_size, int) or self.batch_size < 1:
+            raise ValueError(f"batch_size must be a positive int, got {self.batch_size!r}")
+
+
+@dataclass
+class CompletionRecord:
+    """The G completions of one prompt, as cached.
+
+    Attributes:
+        id: the prompt's identifier (unique within a cache file).
+        prompt: the prompt as given (a string or chat messages).
+        completions: the G completion texts.
+        num_tokens: generated tokens per completion (end-of-sequence included when reached).
+        settings: sampling settings plus ``model``, ``adapter`` and ``backend``.
+    """
+
+    id: str
+    prompt: Any
+    completions: list[str]
+    num_tokens: list[int] = field(default_factory=list)
+    settings: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class GenerationStats:
+    """Throughput of one generation run."""
+
+    prompts: int
+    completions: int
+    new_tokens: int
+    seconds: float
+
+    @property
+    def tokens_per_second(self) -> float | None:
+        """Generated tokens per wall-clock second; ``None`` when no time was measured."""
+        return self.new_tokens / self.seconds if self.seconds > 0 else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "tokens_per_second": self.tokens_per_second}
+
+
+# ---------------------------------------------------------------------------------------------------
+# Loading a checkpoint
+# ---------------------------------------------------------------------------------------------------
+
+
+def load_checkpoint(
+    model: str | os.PathLike,
+    adapter: str | os.PathLike | None = None,
+    *,
+    dtype: Any = "auto",
+    device: str | None = None,
+    merge: bool = True,
+):
+    """Load a base model (and optionally a LoRA adapter) with its tokenizer, ready for generation.
+
+    Args:
+        model: ``"embedded"``, a local checkpoint directory or a hub id.
+        adapter: a LoRA adapter directory (``adapter_config.json`` + weights), or ``None``.
+        dtype: torch dtype for the weights (``"auto"`` keeps the checkpoint's).
+        device: where to put the model (``None``: CUDA when available, else CPU).
+        merge: merge the adapter into the base weights (faster generation).
+
+    Returns:
+        ``(model, tokenizer)``; the model in eval mode. The tokenizer comes from the adapter
+        directory when it holds one (the recipe saves the tokenizer next to the adapter).
+
+    Raises:
+        AdapterMismatchError: the adapter was trained on a different base model (architecture,
+            shapes or layers differ); the message names the base model to pass instead.
+        ValueError: the adapter directory is missing or is not a LoRA adapter.
+
+    Example:
+        >>> model, tokenizer = load_checkpoint("embedded", adapter="runs/grpo_cros/final")  # doctest: +SKIP
+    """
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from faithgrpo.models import resolve
+
+    path = resolve(model)
+    if device is None:
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    base = AutoModelForCausalLM.from_pretrained(path, dtype=dtype)
+    tokenizer_source = path
+    if adapter is not None:
+        adapter_dir = _check_adapter_dir(adapter)
+        base = _attach_adapter(base, adapter_dir, path, merge=merge)
+        if (adapter_dir / "tokenizer_config.json").is_file():
+            tokenizer_source = str(adapter_dir)
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_source)
+    return base.to(device).eval(), tokenizer
+
+
+def _check_adapter_dir(adapter: str | os.PathLike) -> Path:
+    adapter_dir = Path(adapter).expanduser()
+    if not adapter_dir.is_dir():
+        raise ValueError(
+            f"adapter directory {str(adapter_dir)!r} does not exist; pass the folder the recipe saved"
+        )
+    if not (adapter_dir / "adapter_config.json").is_file():
+        raise ValueError(
+            f"{str(adapter_dir)!r} has no adapter_config.json, so it is not a PEFT adapter: pass the LoRA "
+            "output folder, or pass a full checkpoint with --model instead of --adapter"
+        )
+    return adapter_dir
+
+
+def _adapter_weight_shapes(adapter_dir: Path) -> dict[str, tuple[int, ...]]:
+    safetensors_file = adapter_dir / "adapter_model.safetensors"
+    if safetensors_file.is_file():
+        from safetensors import safe_open
+
+        with safe_open(str(safetensors_file), framework="pt") as handle:
+            return {key: tuple(handle.get_slice(key).get_shape()) for key in handle.keys()}  # noqa: SIM118
+    bin_file = adapter_dir / "adapter_model.bin"
+    if bin_file.is_file():
+        import torch
+
+        state = torch.load(bin_file, map_location="cpu", weights_only=True)
+        return {key: tuple(value.shape) for key, value in state.items()}
+    raise ValueError(f"{str(adapter_dir)!r} holds no adapter_model.safetensors or adapter_model.bin")
+
+
+def _base_config_of_adapter(config) -> Any | None:
+    """The config of the model the adapter was trained on, when it can be read offline."""
+    reference = getattr(config, "base_model_name_or_path", None)
+    if not reference:
+        return None
+    try:
+        from transformers import AutoConfig
+
+        return AutoConfig.from_pretrained(reference, local_files_only=True)
+    except Exception:  # a hub id not in the local cache: nothing to compare against
+        return None
+
+
+def _attach_adapter(base, adapter_dir: Path, base_path: str, *, merge: bool):
+    from peft import PeftConfig, PeftModel
+
+    config = PeftConfig.from_pretrained(str(adapter_dir))
+    trained_on = getattr(config, "base_model_name_or_path", None) or "an unrecorded base model"
+    fix = f"pass the base model the adapter was trained on (--model {trained_on})"
+    expected = _base_config_of_adapter(config)
+    if expected is not None:
+        for key in ("model_type", "hidden_size", "num_hidden_layers", "vocab_size"):
+            mine, theirs = getattr(base.config, key, None), getattr(expected, key, None)
+            if mine != theirs:
+                raise AdapterMismatchError(
+                    f"adapter {str(adapter_dir)!r} was trained on {trained_on} ({key}={theirs}), but the base "
+                    f"model {base_path!r} has {key}={mine}: {fix}"
+                )
+    shapes = _adapter_weight_shapes(adapter_dir)
+    try:
+        peft_model = PeftModel.from_pretrained(base, str(adapter_dir))
+    except (RuntimeError, ValueError, KeyError) as err:
+        first = str(err).strip().splitlines()
+        detail = next(
+            (line.strip() for line in first if "mismatch" in line or "not found" in line),
+            first[0] if first else "",
+        )
+        raise AdapterMismatchError(
+            f"adapter {str(adapter_dir)!r} does not fit base model {base_path!r} ({detail}): {fix}"
+        ) from err
+    # peft only warns about missing or unused adapter weights; a different depth or module layout
+    # would then run silently with half an adapter. Compare the weight sets exactly.
+    adapter_name = "default"
+    loaded = {
+        name.replace(f".{adapter_name}.", "."): tuple(param.shape)
+        for name, param in peft_model.named_parameters()
+        if "lora_" in name
+    }
+    missing = sorted(set(loaded) - set(shapes))
+    unused = sorted(set(shapes) - set(loaded))
+    wrong = sorted(k for k in set(loaded) & set(shapes) if loaded[k] != shapes[k])
+    if missing or unused or wrong:
+        parts = []
+        if missing:
+            parts.append(
+                f"{len(missing)} LoRA weight(s) the base model needs are not in the adapter (e.g. {missing[0]})"
+            )
+        if unused:
+            parts.append(
+                f"{len(unused)} adapter weight(s) match no module of the base model (e.g. {unused[0]})"
+            )
+        if wrong:
+            parts.append(f"{len(wrong)} weight(s) have other shapes (e.g. {wrong[0]})")
+        raise AdapterMismatchError(
+            f"adapter {str(adapter_dir)!r} does not match base model {base_path!r}: {'; '.join(parts)}. {fix[0].upper()}{fix[1:]}"
+        )
+    return peft_model.merge_and_unload() if merge else peft_model
+
+
+# ---------------------------------------------------------------------------------------------------
+# Generation
+# ---------------------------------------------------------------------------------------------------
+
+
+def vllm_available() -> bool:
+    """Whether the optional vLLM backend can be used (the ``vllm`` package is importable)."""
+    return importlib.util.find_spec("vllm") is not None
+
+
+def _prompt_ids(tokenizer, prompt: Any) -> list[int]:
+    """Token ids of a prompt: chat template for conversational prompts, plain encoding for strings."""
+    if isinstance(prompt, str):
+        return list(tokenizer(prompt, add_special_tokens=True)["input_ids"])
+    if isinstance(prompt, (list, tuple)) and all(isinstance(m, dict) for m in prompt):
+        text = tokenizer.apply_chat_template(list(prompt), add_generation_prompt=True, tokenize=False)
+        # The template already holds the special tokens it wants (a BOS would be doubled).
+        return list(tokenizer(text, add_special_tokens=False)["input_ids"])
+    raise TypeError(f"a prompt must be a string or a list of chat messages, got {type(prompt).__name__}")
+
+
+def _batch_seed(seed: int, batch_index: int) -> int:
+    digest = hashlib.sha256(f"faithgrpo-generation:{int(seed)}:{batch_index}".encode()).digest()
+    return int.from_bytes(digest[:8], "little") % (2**63)
+
+
+def _chunks(total: int, size: int) -> Iterator[range]:
+    for start in range(0, total, size):
+        yield range(start, min(start + size, total))
+
+
+def _eos_ids(model, tokenizer) -> set[int]:
+    ids: set[int] = set()
+    for source in (getattr(model, "generation_config", None), tokenizer):
+        value = getattr(source, "eos_token_id", None)
+        if isinstance(value, int):
+            ids.add(value)
+        elif isinstance(value, (list, tuple)):
+            ids.update(v for v in value if isinstance(v, int))
+    return ids
+
+
+def generate_completions(
+    model,
+    tokenizer,
+    prompts: Sequence[Any],
+    settings: SamplingSettings | None = None,
+    *,
+    ids: Sequence[str] | None = None,
+    backend: str = "transformers",
+    metadata: dict[str, Any] | None = None,
+    progress: bool = True,
+) -> tuple[list[CompletionRecord], GenerationStats]:
+    """Sample ``settings.num_samples`` completions for every prompt.
+
+    Args:
+        model: a causal LM (transformers backend) or a model path/id (vLLM backend).
+        tokenizer: its tokenizer (a chat template is needed for conversational prompts).
+        prompts: strings or chat-message lists.
+        settings: sampling settings (defaults to `SamplingSettings()`).
+        ids: one identifier per prompt (defaults to the prompt indices as strings); must be unique.
+        backend: ``"transformers"`` or ``"vllm"`` (needs the optional ``vllm`` package).
+        metadata: extra fields stored in every record's ``settings`` (e.g. model and adapter names).
+        progress: show a tqdm progress bar.
+
+    Returns:
+        ``(records, stats)``: one `CompletionRecord` per prompt, in order, and the throughput.
+
+    Example:
+        >>> from faithgrpo.testing import tiny_causal_lm
+        >>> model, tokenizer = tiny_causal_lm("llama")
+        >>> records, stats = generate_completions(
+        ...     model, tokenizer, ["2 + 2 ="], SamplingSettings(num_samples=2, max_new_tokens=4), progress=False)
+        >>> len(records[0].completions)
+        2
+    """
+    settings = settings or SamplingSettings()
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown generation backend {backend!r}; use one of {BACKENDS}")
+    ids = [str(i) for i in range(len(prompts))] if ids is None else [str(i) for i in ids]
+    if len(ids) != len(prompts):
+        raise ValueError(f"got {len(ids)} ids for {len(prompts)} prompts")
+    if len(set(ids)) != len(ids):
+        raise ValueError("prompt ids must be unique: the cache is keyed by id")
+    record_settings = {**asdict(settings), "backend": backend, **(metadata or {})}
+    if backend == "vllm":
+        return _generate_vllm(model, tokenizer, prompts, settings, ids, record_settings, progress)
+    return _generate_transformers(model, tokenizer, prompts, settings, ids, record_settings, progress)
+
+
+def _generate_transformers(model, tokenizer, prompts, settings, ids, record_settings, progress):
+    import torch
+    from tqdm.auto import tqdm
+
+    pad_id = tokenizer.pad_token_id
+    if pad_id is None:
+        pad_id = tokenizer.eos_token_id
+    if pad_id is None:
+        raise ValueError("the tokenizer has neither a pad nor an eos token; set tokenizer.pad_token first")
+    eos = _eos_ids(model, tokenizer)
+    encoded = [_prompt_ids(tokenizer, p) for p in prompts]
+    g = settings.num_samples
+    # One row per (prompt, sample); batches cut across prompts so small G still fills a batch.
+    rows = [(i, j) for i in range(len(prompts)) for j in range(g)]
+    texts: list[list[str]] = [[""] * g for _ in prompts]
+    counts: list[list[int]] = [[0] * g for _ in prompts]
+    device = next(model.parameters()).device
+    sample = settings.temperature > 0
+    kwargs: dict[str, Any] = dict(
+        max_new_tokens=settings.max_new_tokens,
+        do_sample=sample,
+        pad_token_id=pad_id,
+        eos_token_id=sorted(eos) or None,
+    )
+    if sample:
+        # top_k=0 switches off the model's default top-k: only temperature and top_p shape sampling.
+        kwargs.update(temperature=settings.temperature, top_p=settings.top_p, top_k=0)
+    new_tokens = 0
+    batches = list(_chunks(len(rows), settings.batch_size))
+    start = time.perf_counter()
+    # Seeding per batch must not disturb the caller's RNG streams.
+    rng_devices = [device.index or 0] if device.type == "cuda" else []
+    with torch.random.fork_rng(devices=rng_devices), torch.inference_mode():
+        for batch_index, chunk in enumerate(
+            tqdm(batches, desc="generating", unit="batch", disable=not progress or not batches)
+        ):
+            batch_rows = [rows[r] for r in chunk]
+            width = max(len(encoded[i]) for i, _ in batch_rows)
+            input_ids = torch.full((len(batch_rows), width), pad_id, dtype=torch.long)
+            attention = torch.zeros((len(batch_rows), width), dtype=torch.long)
+            for r, (i, _) in enumerate(batch_rows):
+                ids_i = encoded[i]
+                if ids_i:
+                    input_ids[r, width - len(ids_i) :] = torch.tensor(ids_i)  # left padding
+                    attention[r, width - len(ids_i) :] = 1
+            torch.manual_seed(_batch_seed(settings.seed, batch_index))
+            output = model.generate(
+                input_ids=input_ids.to(device), attention_mask=attention.to(device), **kwargs
+            )
+            generated = output[:, width:].tolist()
+            for (i, j), tokens in zip(batch_rows, generated):
+                cut = next((t + 1 for t, tok in enumerate(tokens) if tok in eos), None)
+                # Rows that stop early are padded after their eos; a row without eos ran the full budget.
+                kept = tokens if cut is None else tokens[:cut]
+                counts[i][j] = len(kept)
+                new_tokens += len(kept)
+                texts[i][j] = tokenizer.decode(kept, skip_special_tokens=True)
+    seconds = time.perf_counter() - start
+    records = [
+        CompletionRecord(ids[i], prompts[i], texts[i], counts[i], dict(record_settings))
+        for i in range(len(prompts))
+    ]
+    return records, GenerationStats(len(prompts), len(rows), new_tokens, seconds)
+
+
+def _generate_vllm(model, tokenizer, prompts, settings, ids, record_settings, progress):
+    """vLLM backend: ``model`` is a model path/id or a ``vllm.LLM``; adapters via ``record_settings["adapter"]``.
+
+    Not exercised by the CPU test suite (vLLM is not installed there); it uses only vLLM's stable
+    ``LLM.generate`` / ``SamplingParams`` / ``LoRARequest`` API.
+    """
+    if not vllm_available():
+        raise ImportError(
+            "the vLLM backend needs the optional vllm package: pip install 'faithgrpo[vllm]' "
+            "(GPU machines), or use backend='transformers'"
+        )
+    from vllm import LLM, SamplingParams
+
+    adapter = record_settings.get("adapter")
+    llm = (
+        model
+        if isinstance(model, LLM)
+        else LLM(model=str(model), seed=settings.seed, enable_lora=bool(adapter))
+    )
+    lora = None
+    if adapter:
+        from vllm.lora.request import LoRARequest
+
+        lora = LoRARequest("adapter", 1, str(adapter))
+    texts = [
+        p
+        if isinstance(p, str)
+        else tokenizer.apply_chat_template(list(p), add_generation_prompt=True, tokenize=False)
+        for p in prompts
+    ]
+    params = [
+        SamplingParams(
+            n=settings.num_samples,
+            temperature=settings.temperature,
+            top_p=settings.top_p,
+            max_tokens=settings.max_new_tokens,
+            seed=_batch_seed(settings.seed, i) % (2**31),
+        )
+        for i in range(len(prompts))
+    ]
+    start = time.perf_counter()
+    outputs = llm.generate(texts, params, use_tqdm=progress, lora_request=lora)
+    seconds = time.perf_counter() - start
+    records, new_tokens = [], 0
+    for i, out in enumerate(outputs):
+        completions = [o.text for o in out.outputs]
+        counts = [len(o.token_ids) for o in out.outputs]
+        new_tokens += sum(counts)
+        records.append(CompletionRecord(ids[i], prompts[i], completions, counts, dict(record_settings)))
+    return records, GenerationStats(len(prompts), len(prompts) * settings.num_samples, new_tokens, seconds)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Cache
+# ---------------------------------------------------------------------------------------------------
+
+
+def write_completions(path: str | os.PathLike, records: Sequence[CompletionRecord]) -> Path:
+    """Write records to a JSONL cache, atomically (a temporary file renamed into place).
+
+    Args:
+        path: the ``.jsonl`` file to write (parent folders are created).
+        records: the records, one line each.
+
+    Returns:
+        `Path` of the written file.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            for record in records:
+                handle.write(json.dumps(asdict(record), ensure_ascii=False) + "\n")
+        os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+    return path
+
+
+_REQUIRED = {"id": str, "completions": list, "settings": dict}
+
+
+def read_completions(
+    path: str | os.PathLike, *, expected_settings: dict[str, Any] | None = None
+) -> list[CompletionRecord]:
+    """Read and validate a JSONL completions cache.
+
+    Checks every line parses, has ``id`` / ``prompt`` / ``completions`` / ``settings``, that
+    completions are strings and there are ``settings["num_samples"]`` of them, ids are unique, all
+    records share one sampling setting, and (when given) that the settings match
+    ``expected_settings``.
+
+    Args:
+        path: the cache file.
+        expected_settings: fields the cache must have been generated with (e.g. ``num_samples``,
+            ``model``); a mismatch is an error rather than a silently reused stale cache.
+
+    Returns:
+        `list[CompletionRecord]` in file order.
+
+    Raises:
+        CacheError: missing, empty, truncated or inconsistent file; the message names the line and the fix.
+    """
+    path = Path(path)
+    regenerate = f"delete {str(path)!r} and generate the completions again"
+    if not path.is_file():
+        raise CacheError(f"completions cache {str(path)!r} does not exist; generate it first")
+    raw = path.read_text(encoding="utf-8", errors="replace")
+    if not raw.strip():
+        raise CacheError(f"completions cache {str(path)!r} is empty: {regenerate}")
+    lines = raw.split("\n")
+    if lines[-1] != "":
+        # Every record ends with a newline; a missing one means the writer was cut off mid-record.
+        raise CacheError(
+            f"completions cache {str(path)!r} is truncated (line {len(lines)} has no end): {regenerate}"
+        )
+    records: list[CompletionRecord] = []
+    seen: set[str] = set()
+    reference: dict[str, Any] | None = None
+    for number, line in enumerate(lines[:-1], start=1):
+        if not line.strip():
+            continue
+        where = f"{str(path)!r} line {number}"
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise CacheError(
+                f"{where} is not valid JSON ({err.msg}): the file is corrupt; {regenerate}"
+            ) from None
+        if not isinstance(data, dict):
+            raise CacheError(f"{where} is not a JSON object: {regenerate}")
+        for key, kind in _REQUIRED.items():
+            if not isinstance(data.get(key), kind):
+                raise CacheError(
+                    f"{where} lacks a valid {key!r} field: not a faithgrpo completions cache; {regenerate}"
+                )
+        if "prompt" not in data:
+            raise CacheError(f"{where} lacks the 'prompt' field: {regenerate}")
+        completions = data["completions"]
+        if not all(isinstance(c, str) for c in completions):
+            raise CacheError(f"{where}: completions must be strings; {regenerate}")
+        settings = data["settings"]
+        expected_g = settings.get("num_samples")
+        if isinstance(expected_g, int) and len(completions) != expected_g:
+            raise CacheError(
+                f"{where} has {len(completions)} completions but num_samples={expected_g}: {regenerate}"
+            )
+        if data["id"] in seen:
+            raise CacheError(f"{where} repeats prompt id {data['id']!r}: {regenerate}")
+        seen.add(data["id"])
+        if reference is None:
+            reference = settings
+        elif settings != reference:
+            raise CacheError(f"{where} was generated with other settings than line 1: {regenerate}")
+        num_tokens = data.get("num_tokens") or []
+        if not isinstance(num_tokens, list) or (num_tokens and len(num_tokens) != len(completions)):
+            raise CacheError(f"{where}: num_tokens must list one count per completion; {regenerate}")
+        records.append(CompletionRecord(data["id"], data["prompt"], completions, num_tokens, settings))
+    if expected_settings and reference is not None:
+        diffs = {k: (reference.get(k), v) for k, v in expected_settings.items() if reference.get(k) != v}
+        if diffs:
+            described = ", ".join(f"{k}={have!r} (wanted {want!r})" for k, (have, want) in diffs.items())
+            raise CacheError(
+                f"completions cache {str(path)!r} was generated with {described}: use a fresh output "
+                "directory or matching settings"
+            )
+    return records

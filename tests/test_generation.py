@@ -1,0 +1,246 @@
+"""Generation backend: seeded sampling on tiny models, adapters, and the JSONL completions cache."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+import torch
+
+from faithgrpo.eval.generation import (
+    AdapterMismatchError,
+    CacheError,
+    CompletionRecord,
+    GenerationStats,
+    SamplingSettings,
+    _prompt_ids,
+    generate_completions,
+    load_checkpoint,
+    read_completions,
+    vllm_available,
+    write_completions,
+)
+from faithgrpo.testing import save_tiny_causal_lm, tiny_causal_lm
+
+PROMPTS = [
+    "2 + 2 =",
+    [{"role": "user", "content": "Is U a confounder of X and Y?"}],
+    [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "Knights always tell the truth."},
+    ],
+]
+
+
+def test_g_completions_per_prompt_and_settings_recorded(tiny_llama):
+    model, tokenizer = tiny_llama
+    settings = SamplingSettings(num_samples=3, max_new_tokens=6, batch_size=4, seed=1)
+    records, stats = generate_completions(
+        model, tokenizer, PROMPTS, settings, ids=["a", "b", "c"], metadata={"model": "tiny"}, progress=False
+    )
+    assert [r.id for r in records] == ["a", "b", "c"]
+    assert records[1].prompt == PROMPTS[1]
+    for record in records:
+        assert len(record.completions) == 3 and all(isinstance(c, str) for c in record.completions)
+        assert len(record.num_tokens) == 3 and all(1 <= n <= 6 for n in record.num_tokens)
+        assert record.settings["num_samples"] == 3 and record.settings["model"] == "tiny"
+        assert record.settings["backend"] == "transformers"
+    assert stats.completions == 9 and stats.prompts == 3
+    assert stats.new_tokens == sum(sum(r.num_tokens) for r in records)
+    assert stats.tokens_per_second is not None and stats.tokens_per_second > 0
+
+
+def test_seeded_determinism_and_caller_rng_untouched(tiny_llama):
+    model, tokenizer = tiny_llama
+    settings = SamplingSettings(num_samples=2, max_new_tokens=8, batch_size=3, seed=7)
+    torch.manual_seed(123)
+    before = torch.rand(1)
+    torch.manual_seed(123)
+    first, _ = generate_completions(model, tokenizer, PROMPTS, settings, progress=False)
+    after = torch.rand(1)
+    assert torch.equal(before, after)  # generation forks the RNG instead of consuming the caller's
+    second, _ = generate_completions(model, tokenizer, PROMPTS, settings, progress=False)
+    assert [r.completions for r in first] == [r.completions for r in second]
+    other, _ = generate_completions(model, tokenizer, PROMPTS, replace(settings, seed=8), progress=False)
+    assert [r.completions for r in other] != [r.completions for r in first]
+
+
+def test_left_padded_batches_match_unbatched_greedy(tiny_qwen2):
+    model, tokenizer = tiny_qwen2
+    greedy = SamplingSettings(num_samples=1, temperature=0.0, max_new_tokens=8, batch_size=8)
+    batched, _ = generate_completions(model, tokenizer, PROMPTS, greedy, progress=False)
+    for i, prompt in enumerate(PROMPTS):
+        alone, _ = generate_completions(
+            model, tokenizer, [prompt], replace(greedy, batch_size=1), progress=False
+        )
+        assert alone[0].completions == batched[i].completions
+
+
+def test_chat_template_applied_to_conversational_prompts(tiny_tok):
+    ids = _prompt_ids(tiny_tok, PROMPTS[1])
+    text = tiny_tok.decode(ids)
+    assert text == "<|im_start|>user\nIs U a confounder of X and Y?<|im_end|>\n<|im_start|>assistant\n"
+    assert tiny_tok.decode(_prompt_ids(tiny_tok, "2 + 2 =")) == "2 + 2 ="
+    with pytest.raises(TypeError, match="string or a list of chat messages"):
+        _prompt_ids(tiny_tok, 42)
+
+
+def test_bad_arguments(tiny_llama):
+    model, tokenizer = tiny_llama
+    with pytest.raises(ValueError, match="num_samples"):
+        SamplingSettings(num_samples=0)
+    with pytest.raises(ValueError, match="top_p"):
+        SamplingSettings(top_p=0)
+    with pytest.raises(ValueError, match="unique"):
+        generate_completions(model, tokenizer, ["a", "b"], ids=["x", "x"], progress=False)
+    with pytest.raises(ValueError, match="backend"):
+        generate_completions(model, tokenizer, ["a"], backend="tgi", progress=False)
+
+
+@pytest.mark.skipif(vllm_available(), reason="vLLM installed: the guard does not apply")
+def test_vllm_backend_is_guarded(tiny_llama):
+    model, tokenizer = tiny_llama
+    with pytest.raises(ImportError, match=r"pip install 'faithgrpo\[vllm\]'"):
+        generate_completions(model, tokenizer, ["a"], backend="vllm", progress=False)
+
+
+def test_stats_without_time_are_undefined():
+    assert GenerationStats(1, 1, 10, 0.0).tokens_per_second is None
+    assert GenerationStats(1, 1, 10, 2.0).to_dict()["tokens_per_second"] == 5.0
+
+
+# --------------------------------------------------------------------------- cache
+
+
+def _records(g=2):
+    settings = {"num_samples": g, "seed": 0, "model": "tiny"}
+    return [
+        CompletionRecord("p0", "2 + 2 =", ["4", "5"][:g], [1, 1][:g], settings),
+        CompletionRecord("p1", PROMPTS[1], ["<answer>{U}</answer>", "é ∅ ■"][:g], [3, 4][:g], settings),
+    ]
+
+
+def test_cache_round_trip(tmp_path):
+    path = write_completions(tmp_path / "sub" / "completions.jsonl", _records())
+    assert read_completions(path) == _records()
+    assert read_completions(path, expected_settings={"num_samples": 2, "model": "tiny"}) == _records()
+    assert not list((tmp_path / "sub").glob(".completions.jsonl.*"))  # no temporary file left behind
+
+
+def test_generated_records_round_trip(tmp_path, tiny_llama):
+    model, tokenizer = tiny_llama
+    records, _ = generate_completions(
+        model, tokenizer, PROMPTS[:2], SamplingSettings(num_samples=2, max_new_tokens=4), progress=False
+    )
+    assert read_completions(write_completions(tmp_path / "c.jsonl", records)) == records
+
+
+def _write(path, text):
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("mutate", "match"),
+    [
+        (lambda lines: "", "is empty"),
+        (lambda lines: "\n\n", "is empty"),
+        (lambda lines: lines[0] + "\n" + lines[1][: len(lines[1]) // 2], "truncated"),
+        (lambda lines: lines[0] + "\n" + lines[1][:-5] + "\n", "line 2 is not valid JSON"),
+        (lambda lines: lines[0] + "\n" + lines[0] + "\n", "repeats prompt id 'p0'"),
+        (lambda lines: "[1, 2]\n", "not a JSON object"),
+        (lambda lines: json.dumps({"id": "x", "prompt": "p"}) + "\n", "'completions'"),
+    ],
+)
+def test_bad_cache_files_name_the_fix(tmp_path, mutate, match):
+    good = write_completions(tmp_path / "good.jsonl", _records())
+    lines = good.read_text().splitlines()
+    path = _write(tmp_path / "bad.jsonl", mutate(lines))
+    with pytest.raises(CacheError, match=match) as info:
+        read_completions(path)
+    assert "generate" in str(info.value)
+
+
+def test_cache_consistency_checks(tmp_path):
+    records = _records()
+    records[1].completions = ["only one"]
+    records[1].num_tokens = [1]
+    with pytest.raises(CacheError, match="1 completions but num_samples=2"):
+        read_completions(write_completions(tmp_path / "a.jsonl", records))
+    records = _records()
+    records[1].settings = {**records[1].settings, "seed": 1}
+    with pytest.raises(CacheError, match="other settings than line 1"):
+        read_completions(write_completions(tmp_path / "b.jsonl", records))
+    path = write_completions(tmp_path / "c.jsonl", _records())
+    with pytest.raises(CacheError, match=r"num_samples=2 \(wanted 8\)"):
+        read_completions(path, expected_settings={"num_samples": 8})
+    with pytest.raises(CacheError, match="does not exist"):
+        read_completions(tmp_path / "missing.jsonl")
+
+
+# --------------------------------------------------------------------------- checkpoints and adapters
+
+
+def _save_adapter(base_dir, out_dir, *, record_base=True):
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    base = AutoModelForCausalLM.from_pretrained(base_dir)
+    torch.manual_seed(0)
+    # init_lora_weights=False: random A and B, so the adapter really changes the model.
+    config = LoraConfig(
+        r=4, target_modules=["q_proj", "v_proj"], init_lora_weights=False, task_type="CAUSAL_LM"
+    )
+    peft_model = get_peft_model(base, config)
+    peft_model.save_pretrained(out_dir)
+    if not record_base:
+        # peft records the base path; an adapter trained elsewhere may carry none (or an uncached hub id).
+        config_file = out_dir / "adapter_config.json"
+        config = json.loads(config_file.read_text())
+        config["base_model_name_or_path"] = None
+        config_file.write_text(json.dumps(config))
+    return peft_model.eval()
+
+
+def test_load_checkpoint_with_adapter_matches_peft(tmp_path, tiny_llama_path):
+    peft_model = _save_adapter(tiny_llama_path, tmp_path / "adapter")
+    model, tokenizer = load_checkpoint(str(tiny_llama_path), tmp_path / "adapter", device="cpu")
+    base, _ = load_checkpoint(str(tiny_llama_path), device="cpu")
+    ids = torch.tensor([_prompt_ids(tokenizer, PROMPTS[1])])
+    with torch.inference_mode():
+        merged = model(ids).logits
+        reference = peft_model(input_ids=ids).logits
+        plain = base(ids).logits
+    assert torch.allclose(merged, reference, atol=1e-4)
+    assert not torch.allclose(merged, plain, atol=1e-3)
+
+
+def test_adapter_for_another_base_is_a_clear_error(tmp_path, tiny_llama_path):
+    _save_adapter(tiny_llama_path, tmp_path / "adapter")
+    qwen = save_tiny_causal_lm(tmp_path / "qwen", "qwen2")
+    with pytest.raises(AdapterMismatchError, match=r"model_type=llama.*--model"):
+        load_checkpoint(str(qwen), tmp_path / "adapter", device="cpu")
+
+
+def test_adapter_shape_and_depth_mismatch_without_recorded_base(tmp_path, tiny_llama_path):
+    _save_adapter(tiny_llama_path, tmp_path / "adapter", record_base=False)
+    wide_model, wide_tok = tiny_causal_lm("llama", hidden_size=128)
+    wide_model.save_pretrained(tmp_path / "wide")
+    wide_tok.save_pretrained(tmp_path / "wide")
+    with pytest.raises(AdapterMismatchError, match="does not fit base model"):
+        load_checkpoint(str(tmp_path / "wide"), tmp_path / "adapter", device="cpu")
+    deep_model, deep_tok = tiny_causal_lm("llama", num_layers=3)
+    deep_model.save_pretrained(tmp_path / "deep")
+    deep_tok.save_pretrained(tmp_path / "deep")
+    # peft itself only warns here (layer 2 gets no adapter weights); we refuse.
+    with pytest.raises(AdapterMismatchError, match="not in the adapter"):
+        load_checkpoint(str(tmp_path / "deep"), tmp_path / "adapter", device="cpu")
+
+
+def test_adapter_directory_errors(tmp_path, tiny_llama_path):
+    with pytest.raises(ValueError, match="does not exist"):
+        load_checkpoint(str(tiny_llama_path), tmp_path / "nope", device="cpu")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ValueError, match=r"no adapter_config\.json"):
+        load_checkpoint(str(tiny_llama_path), tmp_path / "empty", device="cpu")

@@ -42,10 +42,15 @@ a *node mention* when
 
 * it is an operand of an edge arrow (``X <- U -> Y``), or an item of a brace set (``{U, W}``) —
   structural positions, whatever its spelling (the words ``and``/``or`` inside braces are skipped); or
-* in free text, it is identifier-shaped: it contains an underscore or a digit after a letter
-  (``X12``, ``tar_level``), which ordinary words never do; or
-* in free text, it is a single capital letter other than ``A`` and ``I`` (English words), when the
-  graph itself uses single-capital-letter names (CLEAR-style graphs).
+* in free text, it follows a node-naming scheme — shapes ordinary words never take:
+
+  - a capital letter followed by digits (``X12``, ``V3``), always;
+  - letters followed by digits with a letter prefix the graph's own names use (``Var7`` when the
+    graph has ``Var1``; ``x4`` when it has ``x1``);
+  - a single capital letter other than ``A`` and ``I`` (English words), when the graph names some
+    node with one capital letter (CLEAR-style graphs);
+  - a word with an inner underscore (``lung_damage``), when some graph name has an underscore
+    (story variables such as ``tar_deposits``).
 
 Free-text tokens right before ``(`` or ``[`` are function names (``P(Y=1 | X)``, ``do(X)``,
 ``E[Y]``), and a token before ``= {`` or ``:= {`` names a set (``Z = {U}``); neither is a mention.
@@ -92,6 +97,7 @@ __all__ = [
     "CalverConfig",
     "CalverProblem",
     "CalverScore",
+    "NameScheme",
     "calver_reward",
     "make_calver_reward",
     "node_mentions",
@@ -215,9 +221,9 @@ class CalverProblem:
     query_nodes: frozenset[str] = frozenset()
 
     @functools.cached_property
-    def single_letter_names(self) -> bool:
-        """Whether the graph names some node with one capital letter (CLEAR style)."""
-        return self.graph is not None and any(len(v) == 1 and "A" <= v <= "Z" for v in self.graph.nodes)
+    def name_scheme(self) -> NameScheme:
+        """How the graph names its nodes (for the derivation check)."""
+        return NameScheme.of(self.graph.nodes if self.graph is not None else ())
 
     @functools.cached_property
     def local_set(self) -> frozenset[str]:
@@ -432,8 +438,9 @@ def _score(text: str, p: CalverProblem, cfg: CalverConfig) -> CalverScore:
     run("query", _check_query, trace, p, cfg)
     run("strategy", _check_strategy, trace, p, cfg)
     run("derivation", _check_derivation, trace, p, cfg)
-    result_value = run("result", _check_result, trace, p, cfg, trace_graph)
-    run("answer", _check_answer, trace, p, cfg, result_value)
+    memo: dict = {}
+    result_value = run("result", _check_result, trace, p, cfg, trace_graph, memo)
+    run("answer", _check_answer, trace, p, cfg, result_value, memo)
     return CalverScore(**passed, reasons=reasons)
 
 
@@ -530,58 +537,96 @@ def _check_strategy(trace: Trace, p: CalverProblem, cfg: CalverConfig) -> tuple[
 
 
 # Derivation tokens: edge arrows, ASCII identifiers, ':=' and any other single non-space character.
-_DERIVATION_TOKEN_RE = re.compile(r"<-{1,2}>|-{1,2}>|<-{1,2}|[→⟶←⟵↔⟷]|[A-Za-z0-9_]+|:=|\S")
-_ARROWS = frozenset({"<->", "<-->", "->", "-->", "<-", "<--", "→", "⟶", "←", "⟵", "↔", "⟷"})
-_IDENT_RE = re.compile(r"[A-Za-z0-9_]+")
-_IDENTIFIER_SHAPED_RE = re.compile(r"[A-Za-z][A-Za-z0-9_]*(?:_|[0-9])[A-Za-z0-9_]*|_[A-Za-z0-9_]*")
+_DERIVATION_TOKEN_RE = re.compile(r"(<-{1,2}>|-{1,2}>|<-{1,2}|[→⟶←⟵↔⟷])|([A-Za-z0-9_]+)|(:=|\S)")
 _SET_WORDS = frozenset({"and", "or"})
 _ENGLISH_LETTERS = frozenset({"A", "I"})
 
 
-def node_mentions(text: str, single_letter_names: bool) -> tuple[list[str], bool]:
-    """The tokens of ``text`` that look like node names (rule in the module docstring).
+@dataclass(frozen=True)
+class NameScheme:
+    """How a graph names its nodes, for spotting node-like tokens in free text.
+
+    Attributes:
+        single_letters: some node is one capital letter.
+        digit_prefixes: letter prefixes of ``<letters><digits>`` node names (``{"X"}`` for ``X1..X9``).
+        underscores: some node name contains an underscore.
+    """
+
+    single_letters: bool = False
+    digit_prefixes: frozenset[str] = frozenset()
+    underscores: bool = False
+
+    @classmethod
+    def of(cls, nodes: Any) -> NameScheme:
+        """The scheme of a collection of node names."""
+        nodes = list(nodes)
+        prefixes = frozenset(m.group(1) for v in nodes if (m := _DIGIT_NAME_RE.fullmatch(v)))
+        return cls(
+            any(len(v) == 1 and "A" <= v <= "Z" for v in nodes),
+            prefixes,
+            any("_" in v.strip("_") for v in nodes),
+        )
+
+    def matches(self, tok: str) -> bool:
+        """Whether a free-text identifier token follows the scheme (module docstring)."""
+        if len(tok) == 1:
+            return self.single_letters and "A" <= tok <= "Z" and tok not in _ENGLISH_LETTERS
+        m = _DIGIT_NAME_RE.fullmatch(tok)
+        if m is not None:
+            prefix = m.group(1)
+            return (len(prefix) == 1 and "A" <= prefix <= "Z") or prefix in self.digit_prefixes
+        return self.underscores and tok[0].isalpha() and "_" in tok.rstrip("_")
+
+
+_DIGIT_NAME_RE = re.compile(r"([A-Za-z]+)[0-9]+")
+
+
+def node_mentions(text: str, nodes: Any) -> list[str]:
+    """The tokens of ``text`` that look like node names, in order (rule in the module docstring).
 
     Args:
         text: derivation text.
-        single_letter_names: the graph names nodes with single capital letters.
+        nodes: the graph's node names (their naming scheme decides which free-text tokens count).
 
     Returns:
-        ``(mentions, identifiers)``: the node-like tokens in order, and every identifier token (for
-        the "mentions some node" test).
+        The node-like tokens; a valid derivation has only graph nodes among them.
 
     Example:
-        >>> node_mentions("backdoor path X <- U -> Y is open; P(Y | X) uses Z = {U}", True)[0]
-        ['X', 'U', 'Y', 'Y', 'X', 'U']
+        >>> node_mentions("backdoor path X <- U -> Y is open; P(Y | X) uses Z = {U}, not Q or V7", "UXY")
+        ['X', 'U', 'Y', 'Y', 'X', 'U', 'Q', 'V7']
     """
+    return _node_mentions(text, NameScheme.of(nodes))[0]
+
+
+def _node_mentions(text: str, scheme: NameScheme) -> tuple[list[str], list[str]]:
+    """``(node-like tokens, all identifier tokens)`` of ``text``."""
+    # findall gives (arrow, identifier, other) triples; exactly one of the three is non-empty.
     tokens = _DERIVATION_TOKEN_RE.findall(text)
     mentions: list[str] = []
     identifiers: list[str] = []
     depth = 0
     n = len(tokens)
-    for i, tok in enumerate(tokens):
-        if tok == "{":
-            depth += 1
-            continue
-        if tok == "}":
-            depth = max(depth - 1, 0)
-            continue
-        if not _IDENT_RE.fullmatch(tok):
+    for i, (_arrow, tok, other) in enumerate(tokens):
+        if not tok:
+            if other == "{":
+                depth += 1
+            elif other == "}":
+                depth = max(depth - 1, 0)
             continue
         identifiers.append(tok)
-        prev_tok = tokens[i - 1] if i else ""
-        next_tok = tokens[i + 1] if i + 1 < n else ""
-        if prev_tok in _ARROWS or next_tok in _ARROWS:
-            mentions.append(tok)
-        elif depth:
+        if (i and tokens[i - 1][0]) or (i + 1 < n and tokens[i + 1][0]):
+            mentions.append(tok)  # an operand of an edge arrow
+            continue
+        if depth:
             if tok not in _SET_WORDS:
-                mentions.append(tok)
-        elif next_tok in ("(", "["):
+                mentions.append(tok)  # an item of a brace set
+            continue
+        after = tokens[i + 1][2] if i + 1 < n else ""
+        if after in ("(", "["):
             continue  # function or operator name: P(...), do(...), E[...]
-        elif next_tok in ("=", ":=") and i + 2 < n and tokens[i + 2] == "{":
+        if after in ("=", ":=") and i + 2 < n and tokens[i + 2][2] == "{":
             continue  # a name for a set: Z = {U, W}
-        elif _IDENTIFIER_SHAPED_RE.fullmatch(tok) or (
-            single_letter_names and len(tok) == 1 and "A" <= tok <= "Z" and tok not in _ENGLISH_LETTERS
-        ):
+        if scheme.matches(tok):
             mentions.append(tok)
     return mentions, identifiers
 
@@ -592,7 +637,7 @@ def _check_derivation(trace: Trace, p: CalverProblem, cfg: CalverConfig) -> tupl
         return why, None
     assert p.graph is not None
     nodes = p.graph.node_set
-    mentions, identifiers = node_mentions(text, p.single_letter_names)
+    mentions, identifiers = _node_mentions(text, p.name_scheme)
     strangers = list(dict.fromkeys(m for m in mentions if m not in nodes))
     if strangers:
         return f"DERIVATION mentions {_short(strangers)}, not node(s) of the graph", None
@@ -619,12 +664,19 @@ def _ate_adjustment_set(text: str) -> tuple[frozenset[str] | None, str | None]:
 
 
 def _verify(
-    p: CalverProblem, graph: CausalGraph, value: Any, text: str, where: str, certify: bool
+    p: CalverProblem, graph: CausalGraph, value: Any, text: str, where: str, certify: bool, memo: dict
 ) -> str | None:
-    """None when ``value`` satisfies the predicate on ``graph``; else the reason."""
+    """None when ``value`` satisfies the predicate on ``graph``; else the reason.
+
+    ``memo`` caches the predicate per (graph, value) within one completion: RESULT and ``<answer>``
+    usually carry the same value on the same graph.
+    """
     assert p.kind is not None
+    key = (id(graph), value)
     try:
-        ok = p.kind.is_valid(graph, p.query, value, p.cpts)
+        if key not in memo:
+            memo[key] = p.kind.is_valid(graph, p.query, value, p.cpts)
+        ok = memo[key]
     except ValueError as exc:  # the query or CPTs do not fit this graph (constructed mode)
         return f"the query cannot be checked on {where}: {str(exc)[:120]}"
     shown = p.kind.format_answer(value)
@@ -656,7 +708,7 @@ def _verify(
 
 
 def _check_result(
-    trace: Trace, p: CalverProblem, cfg: CalverConfig, trace_graph: CausalGraph | None
+    trace: Trace, p: CalverProblem, cfg: CalverConfig, trace_graph: CausalGraph | None, memo: dict
 ) -> tuple[str | None, Any]:
     text, why = _slot(trace, "result", cfg.max_slot_chars)
     if why:
@@ -671,11 +723,11 @@ def _check_result(
         graph, where = trace_graph, "the trace's GRAPH"
     else:
         graph, where = p.graph, "the supplied graph"
-    return _verify(p, graph, value, text, where, certify=True), value
+    return _verify(p, graph, value, text, where, True, memo), value
 
 
 def _check_answer(
-    trace: Trace, p: CalverProblem, cfg: CalverConfig, result_value: Any
+    trace: Trace, p: CalverProblem, cfg: CalverConfig, result_value: Any, memo: dict
 ) -> tuple[str | None, None]:
     text, why = _slot(trace, "answer", cfg.max_slot_chars)
     if why:
@@ -690,7 +742,7 @@ def _check_answer(
     if mine != theirs:
         return f"<answer> {mine[:60]} differs from RESULT {theirs[:60]}", None
     where = "the hidden source graph" if p.mode == "constructed" else "the supplied graph"
-    return _verify(p, p.graph, value, text, where, certify=False), None
+    return _verify(p, p.graph, value, text, where, False, memo), None
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,0 +1,758 @@
+"""CALVER scorer and reward: hand-built traces for every query kind, targeted corruptions, modes,
+answer-field stripping, the TRL reward, and adversarial input.
+
+Every expectation below is worked out by hand from the textbook definitions (comments say how), not
+recomputed with the code under test.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from faithgrpo.rewards.calver import (
+    CHECK_NAMES,
+    CalverConfig,
+    CalverScore,
+    calver_reward,
+    make_calver_reward,
+    node_mentions,
+    prepare_problem,
+    score_trace,
+    strip_answer_fields,
+)
+
+
+def trace(graph, query, strategy, derivation, result, answer, *, think=True):
+    body = (
+        f"GRAPH: {graph}\nQUERY: {query}\nSTRATEGY: {strategy}\nDERIVATION:\n"
+        + "\n".join(f"- {line}" for line in derivation)
+        + f"\nRESULT: {result}"
+    )
+    return (f"<think>\n{body}\n</think>\n" if think else body + "\n") + f"<answer>{answer}</answer>"
+
+
+def problem(graph_type, nodes, directed=(), bidirected=(), **query):
+    return {
+        "graph": {
+            "type": graph_type,
+            "nodes": list(nodes),
+            "directed": [list(e) for e in directed],
+            "bidirected": [list(e) for e in bidirected],
+        },
+        "query": query,
+        "text": "a prompt",
+    }
+
+
+# W -> U -> {X, Y}; X -> M -> Y. Backdoor paths from X: X <- U -> Y only (W reaches X only via U).
+# Non-descendants of X other than X, Y: {U, W}. Valid backdoor sets: {U}, {U, W} ({W} leaves the
+# path open). Minimal: {U}. Maximal: {U, W}.
+BACKDOOR_EDGES = [("W", "U"), ("U", "X"), ("U", "Y"), ("X", "M"), ("M", "Y")]
+BACKDOOR_GRAPH = "W -> U; U -> X; U -> Y; X -> M; M -> Y"
+
+
+def backdoor_problem(variant=None, **extra):
+    q = {"kind": "backdoor_set", "treatment": "X", "outcome": "Y"}
+    if variant:
+        q["variant"] = variant
+    p = problem("DAG", "WUXMY", BACKDOOR_EDGES, **q)
+    p.update(extra)
+    return p
+
+
+def backdoor_trace(result="{U}", answer=None, *, graph=BACKDOOR_GRAPH, query=None, strategy=None,
+                   derivation=None, variant=None):  # fmt: skip
+    if query is None:
+        query = "backdoor_set(treatment=X, outcome=Y" + (f", variant={variant})" if variant else ")")
+    return trace(
+        graph,
+        query,
+        strategy or "backdoor criterion",
+        derivation
+        or [
+            "backdoor path X <- U -> Y is open; conditioning on U blocks it",
+            "M is a descendant of X, so it is excluded",
+        ],
+        result,
+        result if answer is None else answer,
+    )
+
+
+# ATE: U ~ Bern(0.5); P(X=1|U) = 0.2, 0.8; P(Y=1|X,U) = 0.1 (0,0), 0.5 (0,1), 0.4 (1,0), 0.9 (1,1).
+# ψ = Σ_u [P(y|x=1,u) − P(y|x=0,u)] P(u) = 0.5·(0.4 − 0.1) + 0.5·(0.9 − 0.5) = 0.35 > 0.2 + 0.05.
+ATE_CPTS = {
+    "U": {"parents": [], "p1": 0.5},
+    "X": {"parents": ["U"], "p1": {"0": 0.2, "1": 0.8}},
+    "Y": {"parents": ["X", "U"], "p1": {"0,0": 0.1, "0,1": 0.5, "1,0": 0.4, "1,1": 0.9}},
+}
+
+
+def ate_problem(threshold=0.2, margin=0.05):
+    p = problem(
+        "DAG",
+        "UXY",
+        [("U", "X"), ("U", "Y"), ("X", "Y")],
+        kind="ate",
+        treatment="X",
+        outcome="Y",
+        threshold=threshold,
+        margin=margin,
+    )
+    p["cpts"] = ATE_CPTS
+    return p
+
+
+ATE_DERIVATION = [
+    "U -> X and U -> Y, so the backdoor path X <- U -> Y is blocked by adjusting for {U}",
+    "ψ = Σ_u [P(Y=1 | X=1, U=u) − P(Y=1 | X=0, U=u)] P(U=u) = 0.5·0.3 + 0.5·0.4 = 0.35 > 0.2",
+]
+
+# One hand-checked (problem, full-marks trace) per query kind and variant.
+GOLD = {
+    "backdoor_any": (backdoor_problem(), backdoor_trace("{U}")),
+    "backdoor_minimal": (backdoor_problem("minimal"), backdoor_trace("{U}", variant="minimal")),
+    "backdoor_maximal": (backdoor_problem("maximal"), backdoor_trace("{U, W}", variant="maximal")),
+    # ADMG X -> M -> Y, X <-> Y: {M} intercepts X -> M -> Y; X -> M has no backdoor path (X <-> Y -> ...
+    # reaches M only through the collider Y? no: Y has no edge to M); M <- X <-> Y is blocked by X.
+    "frontdoor": (
+        problem("ADMG", "XMY", [("X", "M"), ("M", "Y")], [("X", "Y")], kind="frontdoor_set", treatment="X",
+                outcome="Y"),  # fmt: skip
+        trace(
+            "X -> M; M -> Y; X <-> Y",
+            "frontdoor_set(treatment=X, outcome=Y)",
+            "front-door criterion",
+            ["M intercepts X -> M -> Y", "M <- X <-> Y is blocked by X", "X -> M has no open backdoor"],
+            "{M}",
+            "{M}",
+        ),
+    ),
+    # A -> B -> C, A -> D -> C: both paths between A and C have a non-collider inner node, {B, D}.
+    "dsep_set": (
+        problem("DAG", "ABCD", [("A", "B"), ("B", "C"), ("A", "D"), ("D", "C")], kind="dsep_set", x="A",
+                y="C"),  # fmt: skip
+        trace(
+            "A -> B; B -> C; A -> D; D -> C",
+            "dsep_set(x=A, y=C)",
+            "d-separation",
+            ["paths A -> B -> C and A -> D -> C", "B and D are chain nodes, conditioning blocks both"],
+            "{B, D}",
+            "{'B', 'D'}",
+        ),
+    ),
+    "ci_test": (
+        problem("DAG", "ABCD", [("A", "B"), ("B", "C"), ("A", "D"), ("D", "C")], kind="ci_test", x="A", y="C",
+                given=["B", "D"]),  # fmt: skip
+        trace(
+            "A -> B -> C; A -> D -> C",
+            "ci_test(x=A, y=C, given={B, D})",
+            "d-separation (Bayes ball)",
+            ["A -> B -> C is blocked at B", "A -> D -> C is blocked at D"],
+            "yes",
+            "Yes.",
+        ),
+    ),
+    "directed_path_yes": (
+        problem("DAG", "ABCD", [("A", "B"), ("B", "C"), ("D", "C")], kind="directed_path", treatment="A",
+                outcome="C"),  # fmt: skip
+        trace(
+            "A -> B; B -> C; D -> C",
+            "directed_path(treatment=A, outcome=C)",
+            "BFS over directed edges",
+            ["A -> B -> C is a directed path"],
+            "yes",
+            "yes",
+        ),
+    ),
+    "directed_path_no": (
+        problem("DAG", "ABCD", [("A", "B"), ("B", "C"), ("D", "C")], kind="directed_path", treatment="D",
+                outcome="A"),  # fmt: skip
+        trace(
+            "A -> B; B -> C; D -> C",
+            "directed_path(treatment=D, outcome=A)",
+            "depth-first search",
+            ["D has the single child C, and C has no children, so A is unreachable"],
+            "no",
+            "No",
+        ),
+    ),
+    "mediator": (
+        problem("DAG", "XMY", [("X", "M"), ("M", "Y"), ("X", "Y")], kind="mediator", treatment="X", outcome="Y"),
+        trace(
+            "X -> M; M -> Y; X -> Y",
+            "mediator(treatment=X, outcome=Y)",
+            "mediation analysis",
+            ["X -> M -> Y is a directed path through M"],
+            "M",
+            "M",
+        ),
+    ),
+    "cycle": (
+        problem("DG", "ABCD", [("A", "B"), ("B", "C"), ("C", "A"), ("C", "D")], kind="cycle"),
+        trace(
+            "A -> B; B -> C; C -> A; C -> D",
+            "cycle()",
+            "DFS, looking for a back edge",
+            ["DFS from A visits B then C", "C -> A is a back edge"],
+            "A -> B -> C -> A",
+            "B -> C -> A -> B",
+        ),
+    ),
+    # ADMG A -> B -> C, A <-> D -> C: paths A-B-C and A<->D->C, inner nodes B and D non-colliders.
+    "msep_set": (
+        problem("ADMG", "ABCD", [("A", "B"), ("B", "C"), ("D", "C")], [("A", "D")], kind="msep_set", x="A",
+                y="C"),  # fmt: skip
+        trace(
+            "A -> B -> C; D -> C; A <-> D",
+            "msep_set(x=A, y=C)",
+            "m-separation",
+            ["A -> B -> C is blocked by B", "A <-> D -> C is blocked by D"],
+            "{B, D}",
+            "{B, D}",
+        ),
+    ),
+    "ate": (
+        ate_problem(),
+        trace(
+            "U -> X; U -> Y; X -> Y",
+            "ate(treatment=X, outcome=Y, threshold=0.2, margin=0.05)",
+            "backdoor adjustment formula",
+            ATE_DERIVATION,
+            "yes, ψ = 0.35, Z = {U}",
+            "yes (ψ = 0.35)",
+        ),
+    ),
+}
+
+
+def failed(score: CalverScore) -> set[str]:
+    return set(score.failed())
+
+
+# ---------------------------------------------------------------------------------------------
+# full marks
+@pytest.mark.parametrize("name", sorted(GOLD))
+def test_gold_trace_scores_six(name):
+    prob, text = GOLD[name]
+    score = score_trace(text, prob)
+    assert score.total == 6, score.reasons
+    assert score.reward == 1.0 and score.passed and score.reasons == {}
+
+
+@pytest.mark.parametrize("name", sorted(GOLD))
+def test_gold_trace_from_json_and_conversational(name):
+    prob, text = GOLD[name]
+    conversational = [{"role": "assistant", "content": text}]
+    assert score_trace(conversational, json.dumps(prob)).total == 6
+
+
+def test_trace_without_think_tags_is_read():
+    prob, _ = GOLD["mediator"]
+    text = trace("X -> M; M -> Y; X -> Y", "mediator(treatment=X, outcome=Y)", "mediator",
+                 ["X -> M -> Y"], "M", "M", think=False)  # fmt: skip
+    assert score_trace(text, prob).total == 6
+
+
+def test_valid_but_unlisted_answer_gets_full_marks():
+    # The row lists {U}; {U, W} is another valid backdoor set (see BACKDOOR_EDGES).
+    prob = backdoor_problem(answer="{U}")
+    assert score_trace(backdoor_trace("{U, W}"), prob).total == 6
+    assert score_trace(backdoor_trace("{W, U}", "{'U', 'W'}"), prob).total == 6
+
+
+def test_minimal_and_maximal_variants_reject_the_other_one():
+    # {U, W} is valid but not minimal; {U} is valid but not maximal.
+    s = score_trace(backdoor_trace("{U, W}", variant="minimal"), backdoor_problem("minimal"))
+    assert failed(s) == {"result", "answer"}
+    s = score_trace(backdoor_trace("{U}", variant="maximal"), backdoor_problem("maximal"))
+    assert failed(s) == {"result", "answer"}
+
+
+# ---------------------------------------------------------------------------------------------
+# targeted corruptions fail exactly their check
+@pytest.mark.parametrize(
+    ("corruption", "expected"),
+    [
+        ({"graph": "W -> U; U -> X; U -> Y; X -> M"}, {"graph"}),  # missing M -> Y
+        ({"graph": BACKDOOR_GRAPH + "; X -> Y"}, {"graph"}),  # extra edge
+        ({"graph": "W -> U; U -> X; U -> Y; X -> M; Y -> M"}, {"graph"}),  # reversed edge
+        ({"query": "backdoor_set(treatment=M, outcome=Y)"}, {"query"}),  # wrong role
+        ({"query": "backdoor_set(treatment=Y, outcome=X)"}, {"query"}),  # roles swapped
+        ({"query": "frontdoor_set(treatment=X, outcome=Y)"}, {"query"}),  # wrong kind
+        ({"query": "backdoor_set(X, Y)"}, {"query"}),  # no roles
+        ({"query": "backdoor_set(treatment=X, outcome=Y, variant=minimal)"}, {"query"}),  # wrong variant
+        ({"strategy": "cycle detection"}, {"strategy"}),  # a method for another kind
+        ({"strategy": "intuition"}, {"strategy"}),
+        ({"strategy": "backdoor criterion " + "x" * 400}, {"strategy"}),  # over the length cap
+        ({"derivation": ["conditioning on Q blocks the backdoor path"]}, {"derivation"}),  # unknown Q
+        ({"derivation": ["the backdoor path X <- V -> Y is open"]}, {"derivation"}),  # unknown V, arrow
+        ({"derivation": ["adjusting for {U, V9} blocks it"]}, {"derivation"}),  # unknown set item
+        ({"derivation": ["conditioning on X12 blocks it"]}, {"derivation"}),  # identifier-shaped
+        ({"derivation": ["conditioning on the confounder blocks the path"]}, {"derivation"}),  # no node
+        ({"result": "{M}"}, {"result", "answer"}),  # invalid (M is a descendant); the answer repeats it
+        ({"result": "{U}", "answer": "{U, W}"}, {"answer"}),  # both valid, but they differ
+        ({"result": "{U}", "answer": "{M}"}, {"answer"}),  # answer differs and is invalid
+        ({"result": "{W}", "answer": "{U}"}, {"result", "answer"}),
+        ({"result": "U or W, I think", "answer": "{U}"}, {"result", "answer"}),  # unparsable RESULT
+        ({"answer": "not sure"}, {"answer"}),  # unparsable answer
+    ],
+)
+def test_corruption_fails_exactly_its_check(corruption, expected):
+    result = corruption.pop("result", "{U}")
+    s = score_trace(backdoor_trace(result, **corruption), backdoor_problem())
+    assert failed(s) == expected, s.reasons
+    assert set(s.reasons) == expected and all(s.reasons[c] for c in expected)
+    assert s.total == 6 - len(expected)
+
+
+def test_derivation_prose_with_ordinary_words_passes():
+    lines = [
+        "A backdoor path starts with an arrow into X: X <- U -> Y.",
+        "I condition on U; Z = {U} then blocks it, and P(Y | do(X)) = Σ_u P(Y | X, U=u) P(U=u).",
+        "The DAG has no other path, so the ATE is identified (Pearl, Def. 3.3.1).",
+    ]
+    assert score_trace(backdoor_trace(derivation=lines), backdoor_problem()).total == 6
+
+
+def test_node_mentions_rule():
+    # structural positions count whatever the spelling; free text only in the graph's scheme
+    assert node_mentions("path X <- U -> Y", "UXY") == ["X", "U", "Y"]
+    assert node_mentions("set {smoking, tar}", ["smoking", "tar"]) == ["smoking", "tar"]
+    assert node_mentions("A path exists, I think", "BCD") == []  # English 'A' and 'I'
+    assert node_mentions("Q is a parent", "BCD") == ["Q"]
+    assert node_mentions("Q is a parent", ["smoking"]) == []  # words graph: single letters are prose
+    assert node_mentions("X3 and X17 and x3", [f"X{i}" for i in range(10)]) == ["X3", "X17"]
+    assert node_mentions("Var3 then var3", ["Var1"]) == ["Var3"]
+    assert node_mentions("lung_damage rises", ["tar_deposits"]) == ["lung_damage"]
+    assert node_mentions("lung_damage rises", "XY") == []
+    assert node_mentions("P(Y) and E[Y] and do(X)", "XY") == ["Y", "Y", "X"]
+    assert node_mentions("Z = {U} and S := {V}", "UV") == ["U", "V"]
+
+
+def test_query_restated_with_sets_and_numbers():
+    prob, _ = GOLD["ate"]
+    wrong_threshold = trace("U -> X; U -> Y; X -> Y", "ate(treatment=X, outcome=Y, threshold=0.3)",
+                            "g-formula", ATE_DERIVATION, "yes, ψ = 0.35, Z = {U}", "yes")  # fmt: skip
+    assert failed(score_trace(wrong_threshold, prob)) == {"query"}
+    prob, text = GOLD["ci_test"]
+    wrong_given = text.replace("given={B, D}", "given={B}")
+    assert failed(score_trace(wrong_given, prob)) == {"query"}
+
+
+# ---------------------------------------------------------------------------------------------
+# per-kind wrong answers (hand-checked)
+@pytest.mark.parametrize(
+    ("name", "result", "answer", "expected"),
+    [
+        ("frontdoor", "{}", "{}", {"result", "answer"}),  # X -> M -> Y not intercepted
+        ("dsep_set", "{B}", "{B}", {"result", "answer"}),  # A -> D -> C stays open
+        ("ci_test", "no", "no", {"result", "answer"}),
+        ("directed_path_yes", "no", "no", {"result", "answer"}),
+        ("mediator", "Y", "Y", {"result", "answer"}),  # the outcome is no mediator
+        ("mediator", "M", "X", {"answer"}),
+        ("cycle", "A -> C -> B -> A", "A -> C -> B -> A", {"result", "answer"}),  # wrong direction
+        ("cycle", "A -> B -> C -> A", "C -> D -> C", {"answer"}),
+        ("msep_set", "{B}", "{B}", {"result", "answer"}),  # A <-> D -> C open
+        ("msep_set", "{B, D, Q}", "{B, D, Q}", {"result", "answer"}),  # unknown node in the set
+        ("ate", "no, ψ = 0.35, Z = {U}", "no", {"result", "answer"}),  # 0.35 > 0.2
+        ("ate", "yes, ψ = 0.5, Z = {U}", "yes", {"result"}),  # ψ off by 0.15 > tolerance 0.01
+        ("ate", "yes, ψ = 0.35, Z = {}", "yes", {"result"}),  # {} leaves X <- U -> Y open
+        ("ate", "yes, ψ = 0.35", "yes", {"result"}),  # no adjustment set named
+        ("ate", "yes, ψ = 0.35, Z = {U}", "yes, ψ = 0.9", {"answer"}),  # answer's ψ is wrong
+    ],
+)
+def test_wrong_answers_per_kind(name, result, answer, expected):
+    prob, text = GOLD[name]
+    gold_result = text.split("RESULT: ")[1].split("\n")[0]
+    gold_answer = text.split("<answer>")[1].split("</answer>")[0]
+    text = text.replace(f"RESULT: {gold_result}", f"RESULT: {result}").replace(
+        f"<answer>{gold_answer}</answer>", f"<answer>{answer}</answer>"
+    )
+    s = score_trace(text, prob)
+    assert failed(s) == expected, s.reasons
+
+
+def test_ate_margin_is_part_of_the_certificate():
+    # ψ = 0.35 is within margin 0.2 of threshold 0.3: the decision is not certified.
+    prob = ate_problem(threshold=0.3, margin=0.2)
+    text = trace("U -> X; U -> Y; X -> Y", "ate(treatment=X, outcome=Y, threshold=0.3, margin=0.2)",
+                 "backdoor adjustment", ATE_DERIVATION, "yes, ψ = 0.35, Z = {U}", "yes")  # fmt: skip
+    s = score_trace(text, prob)
+    assert failed(s) == {"result"} and "margin" in s.reasons["result"]
+
+
+# ---------------------------------------------------------------------------------------------
+# graph check: node set, kind, query_local
+def test_graph_must_list_every_problem_node_and_no_other():
+    prob = problem("DAG", "XYZ", [("X", "Y")], kind="directed_path", treatment="X", outcome="Y")
+    base = dict(query="directed_path(treatment=X, outcome=Y)", strategy="DFS",
+                derivation=["X -> Y is a directed path"], result="yes", answer="yes")  # fmt: skip
+    assert score_trace(trace("X -> Y; Z", **base), prob).total == 6  # isolated Z as a lone name
+    s = score_trace(trace("X -> Y", **base), prob)
+    assert failed(s) == {"graph"} and "omits" in s.reasons["graph"]
+    s = score_trace(trace("X -> Y; Z; Q", **base), prob)
+    assert failed(s) == {"graph"} and "Q" in s.reasons["graph"]
+
+
+def test_cyclic_dag_and_bidirected_edge_in_dag_fail_graph():
+    prob, text = GOLD["mediator"]
+    s = score_trace(text.replace("X -> Y\n", "Y -> X\n", 1), prob)
+    assert "graph" in failed(s) and "cycle" in s.reasons["graph"]
+    s = score_trace(text.replace("X -> Y\n", "X <-> Y\n", 1), prob)
+    assert "graph" in failed(s)
+
+
+def test_query_local_binds_only_the_ancestral_set():
+    # Query nodes X, Y; An({X, Y}) = {W, U, X, M, Y}. Add R, S outside it: Y -> R -> S.
+    prob = problem(
+        "DAG",
+        "WUXMYRS",
+        [*BACKDOOR_EDGES, ("Y", "R"), ("R", "S")],
+        kind="backdoor_set",
+        treatment="X",
+        outcome="Y",
+    )
+    local_trace = backdoor_trace("{U}")  # omits R and S entirely
+    assert failed(score_trace(local_trace, prob)) == {"graph"}  # exact mode needs everything
+    assert score_trace(local_trace, prob, graph_check="query_local").total == 6
+    full = backdoor_trace("{U}", graph=BACKDOOR_GRAPH + "; Y -> R; R -> S")
+    assert score_trace(full, prob).total == 6
+    assert score_trace(full, prob, graph_check="query_local").total == 6
+    # differences outside the ancestral set are ignored, inside (or into it) they are not
+    outside = backdoor_trace("{U}", graph=BACKDOOR_GRAPH + "; Y -> S")
+    assert score_trace(outside, prob, graph_check="query_local").total == 6
+    inside = backdoor_trace("{U}", graph="W -> U; U -> X; U -> Y; X -> M")
+    assert failed(score_trace(inside, prob, graph_check="query_local")) == {"graph"}
+    into = backdoor_trace("{U}", graph=BACKDOOR_GRAPH + "; S -> X")
+    assert failed(score_trace(into, prob, graph_check="query_local")) == {"graph"}
+    unknown = backdoor_trace("{U}", graph=BACKDOOR_GRAPH + "; Q -> S")
+    assert failed(score_trace(unknown, prob, graph_check="query_local")) == {"graph"}
+
+
+# ---------------------------------------------------------------------------------------------
+# constructed mode
+def story_problem():
+    # hidden source graph: smoking -> tar -> cancer, genes -> smoking, genes -> cancer, stress isolated
+    p = problem(
+        "DAG",
+        ["smoking", "tar", "cancer", "genes", "stress"],
+        [("smoking", "tar"), ("tar", "cancer"), ("genes", "smoking"), ("genes", "cancer")],
+        kind="backdoor_set",
+        treatment="smoking",
+        outcome="cancer",
+    )
+    p["mode"] = "constructed"
+    return p
+
+
+def story_trace(graph, result, answer=None, derivation=None):
+    return trace(
+        graph,
+        "backdoor_set(treatment=smoking, outcome=cancer)",
+        "backdoor criterion",
+        derivation or ["smoking <- genes -> cancer is a backdoor path; adjusting for {genes} blocks it"],
+        result,
+        result if answer is None else answer,
+    )
+
+
+STORY_GRAPH = "genes -> smoking -> tar -> cancer; genes -> cancer; stress"
+
+
+def test_constructed_mode_correct_trace():
+    assert score_trace(story_trace(STORY_GRAPH, "{genes}"), story_problem()).total == 6
+
+
+def test_constructed_mode_verifies_result_on_the_traces_own_graph():
+    # The trace draws an extra confounder stress -> smoking, stress -> cancer (not in the story).
+    # On its own graph {genes} leaves smoking <- stress -> cancer open: RESULT fails. The answer
+    # {genes} is valid on the hidden graph: it passes. GRAPH itself is well-formed: it passes.
+    graph = STORY_GRAPH.replace("; stress", "; stress -> smoking; stress -> cancer")
+    s = score_trace(story_trace(graph, "{genes}"), story_problem())
+    assert failed(s) == {"result"}, s.reasons
+    # {genes, stress} is valid on the trace's graph and on the hidden one (stress is isolated there)
+    assert score_trace(story_trace(graph, "{genes, stress}"), story_problem()).total == 6
+    # The trace misses genes -> cancer: {} is valid on its graph, invalid on the hidden one.
+    thin = "genes -> smoking -> tar -> cancer; stress"
+    s = score_trace(story_trace(thin, "{}", derivation=["no backdoor path from smoking"]), story_problem())
+    assert failed(s) == {"answer"}, s.reasons
+
+
+def test_constructed_mode_needs_a_well_formed_graph_for_the_result():
+    cyclic = STORY_GRAPH + "; cancer -> genes"
+    s = score_trace(story_trace(cyclic, "{genes}"), story_problem())
+    assert failed(s) == {"graph", "result"}
+    assert "verification graph" in s.reasons["result"]
+
+
+def test_supplied_mode_is_the_default_and_explicit_mode_matches():
+    prob = backdoor_problem()
+    explicit = dict(prob, mode="supplied")
+    text = backdoor_trace("{U}", graph="W -> U; U -> X; U -> Y; X -> M")  # wrong graph
+    assert score_trace(text, prob) == score_trace(text, explicit)
+    assert failed(score_trace(text, prob)) == {"graph"}  # result checked on the supplied graph
+
+
+# ---------------------------------------------------------------------------------------------
+# unknown kinds, answer stripping, bad problems and settings
+def test_unknown_query_kind_fails_closed():
+    prob = problem("DAG", "XY", [("X", "Y")], kind="counterfactual", treatment="X", outcome="Y")
+    text = trace("X -> Y", "counterfactual(treatment=X, outcome=Y)", "twin network", ["X -> Y"], "yes", "yes")
+    s = score_trace(text, prob)
+    assert s.total == 0 and s.reward == 0.0
+    assert set(s.reasons) == set(CHECK_NAMES)
+    assert all("unknown query kind" in r for r in s.reasons.values())
+
+
+class PoisonedProblem(Mapping):
+    """A problem whose answer-like fields raise when read."""
+
+    def __init__(self, data):
+        self._data = data
+
+    def __getitem__(self, key):
+        if key in ("answer", "valid_answers", "solution"):
+            raise AssertionError(f"the scorer read {key!r}")
+        return self._data[key]
+
+    def __iter__(self):
+        return iter(self._data)
+
+    def __len__(self):
+        return len(self._data)
+
+
+@pytest.mark.parametrize("name", sorted(GOLD))
+def test_scorer_cannot_read_answer_fields(name):
+    prob, text = GOLD[name]
+    corrupt = text.replace("RESULT:", "RESULT: garbage\nIGNORED:")
+    baseline = [score_trace(t, prob) for t in (text, corrupt)]
+    poisoned = dict(prob, answer="{POISON}", valid_answers=["{X}"], solution="no")
+    poisoned["query"] = dict(prob["query"], answer="{POISON}", gold_answer="{POISON}")
+    assert [score_trace(t, poisoned) for t in (text, corrupt)] == baseline
+    assert [score_trace(t, json.dumps(poisoned)) for t in (text, corrupt)] == baseline
+    trap = PoisonedProblem(dict(prob, answer=None, valid_answers=None, solution=None))
+    assert [score_trace(t, trap) for t in (text, corrupt)] == baseline
+
+
+def test_strip_answer_fields():
+    prob = dict(backdoor_problem(), answer="{U}", answers=["{U}"], valid_answers=[], solution=1,
+                gold="x", Ground_Truth="y", label=3, expected="z", reference_answer="w")  # fmt: skip
+    prob["query"] = dict(prob["query"], answer="{U}", variant=None)
+    clean = strip_answer_fields(prob)
+    assert set(clean) == {"graph", "query", "text"}
+    assert clean["query"] == {"kind": "backdoor_set", "treatment": "X", "outcome": "Y"}
+    assert clean["graph"] is prob["graph"]
+    assert "answer" in prob and "answer" in prob["query"]  # the input is not modified
+    # CPT keys are node names and stay, even when a node is called 'target'
+    cpts = {"target": {"parents": [], "p1": 0.5}}
+    assert strip_answer_fields({"cpts": cpts})["cpts"] is cpts
+
+
+def test_datasets_style_none_fields_are_ignored():
+    prob = backdoor_problem()
+    prob["query"] = dict(prob["query"], variant=None, x=None, given=None)
+    prob["cpts"] = None
+    prob["mode"] = None
+    assert score_trace(backdoor_trace("{U}"), prob).total == 6
+
+
+@pytest.mark.parametrize(
+    ("bad", "fix"),
+    [
+        ("{not json", "JSON"),
+        ([1, 2], "dict"),
+        ({"query": {"kind": "cycle"}}, "graph"),
+        ({"graph": {"type": "DAG", "nodes": ["X"]}, "query": "cycle"}, "query"),
+        (dict(backdoor_problem(), mode="story"), "mode"),
+        (problem("DAG", "XY", [("X", "Y")], kind="backdoor_set", treatment="X", outcome="Q"), "outcome"),
+        (problem("DAG", "XY", [("X", "Y"), ("Y", "X")], kind="cycle"), "cycle"),
+        (problem("DAG", "XY", [("X", "Y")], kind="ate", treatment="X", outcome="Y", threshold=0.1), "cpts"),
+    ],
+)
+def test_malformed_problem_raises_value_error_naming_the_fix(bad, fix):
+    with pytest.raises(ValueError, match=fix):
+        score_trace("<answer>x</answer>", bad)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"graph_check": "loose"},
+        {"max_chars": 0},
+        {"max_nodes": -1},
+        {"max_slot_chars": 1.5},
+        {"max_edges": True},
+        {"max_strategy_chars": "300"},
+    ],
+)
+def test_bad_settings_raise(kwargs):
+    name = next(iter(kwargs))
+    with pytest.raises(ValueError, match=name):
+        score_trace(backdoor_trace(), backdoor_problem(), **kwargs)
+    with pytest.raises(ValueError, match=name):
+        make_calver_reward(**kwargs)
+    with pytest.raises(ValueError, match=name):
+        CalverConfig(**kwargs)
+
+
+def test_prepared_problem_scores_like_the_raw_one():
+    for prob, text in GOLD.values():
+        prepared = prepare_problem(prob)
+        assert prepare_problem(prepared) is prepared
+        assert score_trace(text, prepared) == score_trace(text, prob)
+
+
+def test_score_as_dict_round_trips_through_json():
+    s = score_trace(backdoor_trace("{M}"), backdoor_problem())
+    d = json.loads(json.dumps(s.as_dict()))
+    assert d["total"] == 4 and d["reward"] == pytest.approx(4 / 6)
+    assert set(d["reasons"]) == {"result", "answer"} and d["result"] is False
+
+
+# ---------------------------------------------------------------------------------------------
+# the TRL reward
+def test_reward_values_none_rows_and_name():
+    assert calver_reward.__name__ == "calver"
+    prob, text = GOLD["backdoor_any"]
+    rows = [json.dumps(prob), prob, None, "", json.dumps(prob)]
+    completions = [text, backdoor_trace("{M}"), "anything", "anything", "garbage"]
+    out = calver_reward(completions, problem=rows)
+    assert out == [1.0, pytest.approx(4 / 6), None, None, 0.0]
+
+
+def test_reward_logs_pass_rates_and_mean_total():
+    prob, text = GOLD["backdoor_any"]
+    logged, extra = {}, {}
+    completions = [text, backdoor_trace("{M}"), backdoor_trace(strategy="vibes"), "garbage"]
+    calver_reward(
+        completions,
+        problem=[prob] * 4 + [None],
+        log_metric=lambda k, v: logged.__setitem__(k, v),
+        log_extra=lambda k, v: extra.__setitem__(k, v),
+    )
+    # totals 6, 4, 5, 0; graph/query/derivation pass 3 of 4, strategy 2 of 4, result/answer 2 of 4
+    assert logged["calver/total"] == pytest.approx(15 / 4)
+    assert logged["calver/graph"] == logged["calver/query"] == logged["calver/derivation"] == 0.75
+    assert logged["calver/strategy"] == 0.5
+    assert logged["calver/result"] == logged["calver/answer"] == 0.5
+    assert logged["calver/bad_row"] == 0.0
+    assert extra["calver_failed"][0] == "" and extra["calver_failed"][1] == "result,answer"
+
+
+def test_reward_gives_none_for_malformed_rows_and_logs_them():
+    logged = {}
+    out = calver_reward(["x", "y"], problem=["{bad json", {"graph": 1}], log_metric=logged.__setitem__)
+    assert out == [None, None] and logged["calver/bad_row"] == 1.0
+
+
+def test_reward_without_problem_column():
+    assert calver_reward(["a", "b"]) == [None, None]
+    assert calver_reward([], problem=[]) == []
+
+
+def test_configured_reward_uses_its_settings():
+    prob = problem("DAG", "WUXMYRS", [*BACKDOOR_EDGES, ("Y", "R"), ("R", "S")], kind="backdoor_set",
+                   treatment="X", outcome="Y")  # fmt: skip
+    local = make_calver_reward(graph_check="query_local")
+    assert local.__name__ == "calver"
+    assert local([backdoor_trace("{U}")], problem=[prob]) == [1.0]
+    assert calver_reward([backdoor_trace("{U}")], problem=[prob]) == [pytest.approx(5 / 6)]
+
+
+# ---------------------------------------------------------------------------------------------
+# adversarial input: never raises, fails the affected checks with a reason, in bounded time
+def assert_clean_failure(score: CalverScore, must_fail: set[str]):
+    assert must_fail <= failed(score), score.reasons
+    assert set(score.reasons) == failed(score)
+    assert all(isinstance(r, str) and r for r in score.reasons.values())
+    assert not any("internal error" in r for r in score.reasons.values()), score.reasons
+
+
+def timed(fn, *args, **kwargs):
+    start = time.perf_counter()
+    out = fn(*args, **kwargs)
+    return out, time.perf_counter() - start
+
+
+ADVERSARIAL = {
+    "empty": ("", set(CHECK_NAMES)),
+    "whitespace": ("   \n\t ", set(CHECK_NAMES)),
+    "garbage": ("%$#@! )(}{ <think> <answer", set(CHECK_NAMES)),
+    "one_megabyte": ("GRAPH: " + "X -> Y; " * 131_072, set(CHECK_NAMES)),
+    "nested_brackets": (backdoor_trace("{" * 5000 + "U" + "}" * 5000), {"result", "answer"}),
+    "nested_derivation": (backdoor_trace(derivation=["{" * 3000 + "(" * 3000 + "U"]), set()),
+    "unicode": (backdoor_trace("{Ü, 𝔘}", graph="W → U; U → X; U → Y; X → M; M → Y; ∅ → 𝔛"), {"graph", "result"}),
+    "rtl_and_zero_width": (backdoor_trace("{U\u200b}", derivation=["\u202eX <- U -> Y\u202c"]), {"result"}),
+    "huge_set": (backdoor_trace("{" + ", ".join(f"N{i}" for i in range(100_000)) + "}"), set(CHECK_NAMES)),
+    "cyclic_dag": (backdoor_trace(graph=BACKDOOR_GRAPH + "; Y -> W"), {"graph"}),
+    "null_bytes": (backdoor_trace("{U}\x00") + "\x00" * 100, set()),
+    "labels_only": ("GRAPH:\nQUERY:\nSTRATEGY:\nDERIVATION:\nRESULT:\n<answer></answer>", set(CHECK_NAMES)),
+    "repeated_labels": ("\n".join(["GRAPH: X -> Y"] * 500) + "<answer>{U}</answer>", set(CHECK_NAMES) - {"graph"}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ADVERSARIAL))
+def test_adversarial_traces_never_raise(name):
+    text, must_fail = ADVERSARIAL[name]
+    score, seconds = timed(score_trace, text, backdoor_problem())
+    assert_clean_failure(score, must_fail)
+    assert seconds < 1.0
+
+
+def test_thousands_of_nodes_hit_the_node_cap_quickly():
+    graph = "; ".join(f"N{i} -> N{i + 1}" for i in range(5000))
+    text = backdoor_trace(graph=graph)
+    score, seconds = timed(score_trace, text, backdoor_problem(), max_chars=200_000, max_slot_chars=200_000)
+    assert_clean_failure(score, {"graph"})
+    assert "more than 512 nodes" in score.reasons["graph"]
+    assert seconds < 1.0
+    # the cap is configurable: with a small cap the same graph fails earlier, for the same reason
+    score = score_trace(text, backdoor_problem(), max_chars=200_000, max_slot_chars=200_000, max_nodes=10)
+    assert "more than 10 nodes" in score.reasons["graph"]
+
+
+def test_slot_and_completion_caps_are_configurable():
+    prob, text = GOLD["backdoor_any"]
+    assert_clean_failure(score_trace(text, prob, max_chars=50), set(CHECK_NAMES))
+    s = score_trace(text, prob, max_slot_chars=20)
+    assert_clean_failure(s, {"graph", "derivation"})
+    assert "cap" in s.reasons["graph"]
+    s = score_trace(text, prob, max_edges=2)
+    assert failed(s) == {"graph"} and "edges" in s.reasons["graph"]
+
+
+def test_unicode_node_lookalikes_fail_the_graph():
+    # Cyrillic 'Х' looks like X but is no graph node (and no ASCII identifier)
+    s = score_trace(backdoor_trace(graph=BACKDOOR_GRAPH.replace("U -> X", "U -> Х")), backdoor_problem())
+    assert_clean_failure(s, {"graph"})
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.text(max_size=400))
+def test_random_text_never_raises(text):
+    for prob in (backdoor_problem(), GOLD["ate"][0], GOLD["cycle"][0], story_problem()):
+        s = score_trace(text, prob)
+        assert set(s.reasons) == failed(s)
+        assert not any("internal error" in r for r in s.reasons.values())
+
+
+SLOT_ALPHABET = st.sampled_from(
+    ["GRAPH: ", "QUERY: ", "STRATEGY: ", "DERIVATION:\n", "RESULT: ", "<think>", "</think>", "<answer>",
+     "</answer>", "X", "Y", "U", "W", "M", " -> ", " <- ", " <-> ", "{", "}", ", ", "\n", "- ", "yes",
+     "backdoor_set(treatment=X, outcome=Y)", "backdoor criterion", "(", ")", "=", "ψ = 0.35"]
+)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(SLOT_ALPHABET, max_size=60).map("".join))
+def test_random_trace_shaped_text_never_raises(text):
+    for prob in (backdoor_problem(), GOLD["ate"][0], GOLD["msep_set"][0]):
+        s = score_trace(text, prob)
+        assert set(s.reasons) == failed(s)
+        assert not any("internal error" in r for r in s.reasons.values()), s.reasons

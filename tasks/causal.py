@@ -1,0 +1,784 @@
+"""Procedural causal problems (DESIGN §4), registered with reasoning-gym as ``causal_graph`` and ``causal_story``.
+
+Each row is one causal question about a random graph:
+
+* ``causal_graph`` (supplied-graph mode) shows the edge list, ``A -> B; B -> C``;
+* ``causal_story`` (constructed-graph mode) tells the graph as a story over variable names
+  ("Smoking raises Tar. ...") and hides the edge list; the problem JSON keeps the source graph for
+  grading.
+
+Graph families: ``random_dag`` (edges by probability over a random order), ``motifs`` (chains, forks
+and colliders glued together), ``admg`` (a DAG plus bidirected edges for hidden common causes) and
+``cyclic`` (a DAG plus back edges; used only by the ``cycle`` and ``directed_path`` kinds).
+
+Find-one queries (sets, mediators, cycles) are drawn so that at least two answers are valid, and the
+listed ``answer`` is one of them chosen by the seeded rng, not always the smallest; yes/no queries
+(``ci_test``, ``directed_path``, ``ate``) first draw the answer by a fair coin, then build a query
+with that answer. ``ate`` problems carry random CPTs for binary variables and a threshold at more
+than ``ate_margin`` from the true ψ, so the strict certificate of DESIGN §3.4 holds.
+
+Rows are deterministic per (dataset name, seed, index).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+import reasoning_gym
+from reasoning_gym.dataset import ProceduralDataset
+from reasoning_gym.factory import DATASETS
+
+from faithgrpo.tasks import criteria as C
+from faithgrpo.tasks.graph import CausalGraph, node_sort_key
+from faithgrpo.tasks.prompts import answer_instructions, problem_text, trace_instructions
+from faithgrpo.tasks.queries import QUERY_KINDS, grade_answer
+from faithgrpo.tasks.stories import THEMES, name_graph, story_text
+
+__all__ = [
+    "CAUSAL_DATASETS",
+    "FAMILIES",
+    "KIND_FAMILIES",
+    "YES_NO_KINDS",
+    "CausalGraphConfig",
+    "CausalGraphDataset",
+    "CausalStoryConfig",
+    "CausalStoryDataset",
+    "TaskMixConfig",
+    "build_dataset",
+    "make_graph",
+    "make_problem",
+    "to_trl_row",
+]
+
+FAMILIES = ("random_dag", "motifs", "admg", "cyclic")
+_DAGS = ("random_dag", "motifs")
+#: Graph families each query kind is drawn on (the kind must be defined on the family's graph type).
+KIND_FAMILIES: dict[str, tuple[str, ...]] = {
+    "backdoor_set": (*_DAGS, "admg"),
+    "frontdoor_set": (*_DAGS, "admg"),
+    "dsep_set": _DAGS,
+    "msep_set": ("admg",),
+    "ci_test": (*_DAGS, "admg"),
+    "directed_path": FAMILIES,
+    "mediator": (*_DAGS, "admg"),
+    "cycle": ("cyclic",),
+    "ate": _DAGS,
+}
+YES_NO_KINDS = ("ci_test", "directed_path", "ate")
+_SET_VARIANT_KINDS = ("backdoor_set", "dsep_set", "msep_set")
+CAUSAL_DATASETS = ("causal_graph", "causal_story")
+MODES = ("supplied", "constructed")
+
+# Letters that read as variables; no I/O (look like digits) and no P (probabilities are P(...)).
+_LETTERS = "ABCDEFGHJKLMNQRSTUVWXYZ"
+_PAIRS_TRIED = 40  # (x, y) pairs tried per graph before drawing a new graph
+_CHOICES = 16  # valid answers the listed answer is drawn from
+_MAX_CHECKS = 512  # candidate subsets examined per query
+
+
+# ---------------------------------------------------------------------------------------------
+# config
+@dataclass
+class CausalGraphConfig:
+    """Configuration of the causal problem generator (supplied-graph mode by default).
+
+    Attributes:
+        size: number of rows.
+        seed: base seed (``None``: a random one, as in reasoning-gym).
+        min_nodes, max_nodes: node-count range, within 4..12.
+        families: graph families to draw from (see the module docstring).
+        query_kinds: query kinds to draw from, uniformly; ``None`` means every kind that some family
+            in ``families`` supports.
+        edge_prob: edge probability of ``random_dag`` (and the base DAG of ``admg``/``cyclic``).
+        max_parents: cap on a node's parents in the directed part (keeps CPTs and path lists short).
+        max_bidirected: at most this many bidirected edges in an ``admg`` graph (at least one).
+        max_back_edges: at most this many back edges in a ``cyclic`` graph (at least one).
+        set_variants: variants of ``backdoor_set``/``dsep_set``/``msep_set`` queries, from
+            ``("any", "minimal")``; ``maximal`` is excluded because its answer is unique.
+        ate_margin: the ``ate`` threshold lies more than this far from the true ψ.
+        mode: ``"supplied"`` (edge list in the prompt) or ``"constructed"`` (story, graph hidden).
+        max_attempts: graphs drawn per row before giving up on a query kind.
+    """
+
+    size: int = 500
+    seed: int | None = None
+    min_nodes: int = 4
+    max_nodes: int = 8
+    families: tuple[str, ...] = FAMILIES
+    query_kinds: tuple[str, ...] | None = None
+    edge_prob: float = 0.3
+    max_parents: int = 3
+    max_bidirected: int = 2
+    max_back_edges: int = 2
+    set_variants: tuple[str, ...] = ("any", "minimal")
+    ate_margin: float = 0.05
+    mode: str = "supplied"
+    max_attempts: int = 200
+
+    def __post_init__(self) -> None:
+        # YAML and reasoning-gym's composite pass lists; keep tuples so configs compare and hash cleanly.
+        for name in ("families", "query_kinds", "set_variants"):
+            value = getattr(self, name)
+            if isinstance(value, str):
+                setattr(self, name, (value,))
+            elif isinstance(value, list):
+                setattr(self, name, tuple(value))
+
+    def kinds(self) -> tuple[str, ...]:
+        """The query kinds rows are drawn from (resolving ``query_kinds=None``)."""
+        if self.query_kinds is not None:
+            return tuple(self.query_kinds)
+        return tuple(k for k, fams in KIND_FAMILIES.items() if set(fams) & set(self.families))
+
+    def validate(self) -> None:
+        """Raise ``ValueError`` naming the field and the fix when the configuration is unusable."""
+        if not isinstance(self.size, int) or self.size <= 0:
+            raise ValueError(f"size must be a positive integer, got {self.size!r}")
+        if self.seed is not None and not isinstance(self.seed, int):
+            raise ValueError(f"seed must be an integer or None, got {self.seed!r}")
+        for name in ("min_nodes", "max_nodes"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or not 4 <= v <= 12:
+                raise ValueError(f"{name} must be an integer in 4..12, got {v!r}")
+        if self.min_nodes > self.max_nodes:
+            raise ValueError(
+                f"min_nodes ({self.min_nodes}) must be <= max_nodes ({self.max_nodes}); swap or widen them"
+            )
+        if not self.families:
+            raise ValueError(f"families must name at least one of {list(FAMILIES)}")
+        unknown = [f for f in self.families if f not in FAMILIES]
+        if unknown:
+            raise ValueError(f"unknown graph families {unknown}; choose from {list(FAMILIES)}")
+        if self.query_kinds is not None:
+            if not self.query_kinds:
+                raise ValueError("query_kinds must not be empty; use None for every applicable kind")
+            unknown = [k for k in self.query_kinds if k not in KIND_FAMILIES]
+            if unknown:
+                raise ValueError(f"unknown query kinds {unknown}; choose from {list(KIND_FAMILIES)}")
+        for kind in self.kinds():
+            if not set(KIND_FAMILIES[kind]) & set(self.families):
+                raise ValueError(
+                    f"query kind {kind!r} needs one of the families {list(KIND_FAMILIES[kind])}; "
+                    f"add one to families or drop {kind!r} from query_kinds"
+                )
+        if not self.kinds():
+            raise ValueError("no query kind applies to these families; add 'random_dag' to families")
+        if (
+            isinstance(self.edge_prob, bool)
+            or not isinstance(self.edge_prob, (int, float))
+            or not 0.05 <= self.edge_prob <= 0.9
+        ):
+            raise ValueError(f"edge_prob must be a number in [0.05, 0.9], got {self.edge_prob!r}")
+        if not isinstance(self.max_parents, int) or not 2 <= self.max_parents <= 6:
+            raise ValueError(f"max_parents must be an integer in 2..6, got {self.max_parents!r}")
+        for name in ("max_bidirected", "max_back_edges"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or not 1 <= v <= 6:
+                raise ValueError(f"{name} must be an integer in 1..6, got {v!r}")
+        if not self.set_variants or any(v not in ("any", "minimal") for v in self.set_variants):
+            raise ValueError(
+                f"set_variants must be a non-empty subset of ('any', 'minimal'), got {self.set_variants!r} "
+                "('maximal' has a unique answer, so it cannot give find-one queries with several answers)"
+            )
+        if (
+            isinstance(self.ate_margin, bool)
+            or not isinstance(self.ate_margin, (int, float))
+            or not 0 <= self.ate_margin <= 0.2
+        ):
+            raise ValueError(f"ate_margin must be a number in [0, 0.2], got {self.ate_margin!r}")
+        if self.mode not in MODES:
+            raise ValueError(f"mode must be one of {list(MODES)}, got {self.mode!r}")
+        if not isinstance(self.max_attempts, int) or self.max_attempts < 10:
+            raise ValueError(f"max_attempts must be an integer >= 10, got {self.max_attempts!r}")
+
+
+@dataclass
+class CausalStoryConfig(CausalGraphConfig):
+    """:class:`CausalGraphConfig` for constructed-graph mode (stories; the edge list is hidden)."""
+
+    mode: str = "constructed"
+
+
+# ---------------------------------------------------------------------------------------------
+# graph families
+def _connect(order: list[str], edges: set, rng: random.Random, max_parents: int) -> None:
+    """Add forward edges (in ``order``) until the graph is weakly connected."""
+    parent = {v: v for v in order}
+
+    def find(v):
+        while parent[v] != v:
+            parent[v] = parent[parent[v]]
+            v = parent[v]
+        return v
+
+    for a, b in edges:
+        parent[find(a)] = find(b)
+    pos = {v: i for i, v in enumerate(order)}
+    indeg = {v: sum(1 for _, b in edges if b == v) for v in order}
+    while len({find(v) for v in order}) > 1:
+        roots = {find(v) for v in order}
+        comp = rng.choice(sorted(roots, key=node_sort_key))
+        inside = [v for v in order if find(v) == comp]
+        outside = [v for v in order if find(v) != comp]
+        pairs = [(u, w) for u in inside for w in outside]
+        rng.shuffle(pairs)
+        pairs.sort(key=lambda p: indeg[max(p, key=pos.__getitem__)] >= max_parents)  # prefer heads with room
+        u, w = pairs[0]
+        a, b = (u, w) if pos[u] < pos[w] else (w, u)
+        edges.add((a, b))
+        indeg[b] += 1
+        parent[find(a)] = find(b)
+
+
+def _random_dag(names: list[str], rng: random.Random, cfg: CausalGraphConfig) -> set:
+    order = list(names)
+    rng.shuffle(order)
+    edges = set()
+    for j, b in enumerate(order):
+        parents = [a for a in order[:j] if rng.random() < cfg.edge_prob]
+        if len(parents) > cfg.max_parents:
+            parents = rng.sample(parents, cfg.max_parents)
+        edges |= {(a, b) for a in parents}
+    _connect(order, edges, rng, cfg.max_parents)
+    return edges
+
+
+# motif edges over roles 0-1-2 (a path of three roles)
+_MOTIFS = {
+    "chain": ((0, 1), (1, 2)),
+    "fork": ((1, 0), (1, 2)),
+    "collider": ((0, 1), (2, 1)),
+}
+
+
+def _motif_dag(names: list[str], rng: random.Random, cfg: CausalGraphConfig) -> set:
+    """Glue chains, forks and colliders onto a growing graph; edges follow random ranks, so no cycle."""
+    pending = list(names)
+    rng.shuffle(pending)
+    first = pending.pop()
+    rank = {first: 0.0}
+    edges: set = set()
+    indeg = {v: 0 for v in names}
+    while pending:
+        anchor = rng.choice(sorted(rank, key=node_sort_key))
+        if len(pending) == 1:
+            new = pending.pop()
+            if rng.random() < 0.5 or indeg[anchor] >= cfg.max_parents:
+                edges.add((anchor, new))
+                rank[new] = rank[anchor] + rng.uniform(0.1, 1.0)
+                indeg[new] += 1
+            else:
+                edges.add((new, anchor))
+                rank[new] = rank[anchor] - rng.uniform(0.1, 1.0)
+                indeg[anchor] += 1
+            continue
+        options = []
+        for motif, motif_edges in _MOTIFS.items():
+            for role in range(3):
+                gained = sum(1 for _, b in motif_edges if b == role)
+                if indeg[anchor] + gained <= cfg.max_parents:
+                    options.append((motif, role))
+        motif, role = rng.choice(options)
+        news = [pending.pop(), pending.pop()]
+        who = {role: anchor}
+        for r, v in zip([r for r in range(3) if r != role], news):
+            who[r] = v
+        # rank the new nodes outward from the anchor along the path of roles 0-1-2
+        for r in sorted((r for r in range(3) if r != role), key=lambda r: abs(r - role)):
+            nb = r + 1 if abs(r + 1 - role) < abs(r - role) else r - 1
+            u, v = who[nb], who[r]
+            step = rng.uniform(0.1, 1.0)
+            rank[v] = rank[u] + step if (nb, r) in _MOTIFS[motif] else rank[u] - step
+        for a, b in _MOTIFS[motif]:
+            edges.add((who[a], who[b]))
+            indeg[who[b]] += 1
+    # a few extra forward edges make the mixes less tree-like
+    order = sorted(names, key=rank.__getitem__)
+    for i, j in itertools.combinations(range(len(order)), 2):
+        a, b = order[i], order[j]
+        if (a, b) not in edges and indeg[b] < cfg.max_parents and rng.random() < cfg.edge_prob / 4:
+            edges.add((a, b))
+            indeg[b] += 1
+    return edges
+
+
+def _base_dag(names, rng, cfg) -> set:
+    return (_random_dag if rng.random() < 0.5 else _motif_dag)(names, rng, cfg)
+
+
+def make_graph(
+    family: str, names: Sequence[str], rng: random.Random, config: CausalGraphConfig
+) -> CausalGraph:
+    """Draw one graph of ``family`` over ``names`` (nodes listed in natural order).
+
+    Raises:
+        ValueError: an unknown family.
+    """
+    names = list(names)
+    nodes = tuple(sorted(names, key=node_sort_key))
+    if family == "random_dag":
+        return CausalGraph("DAG", nodes, frozenset(_random_dag(names, rng, config))).validate()
+    if family == "motifs":
+        return CausalGraph("DAG", nodes, frozenset(_motif_dag(names, rng, config))).validate()
+    if family == "admg":
+        directed = _base_dag(names, rng, config)
+        adjacent = {frozenset(e) for e in directed}
+        pairs = [
+            p
+            for p in itertools.combinations(sorted(names, key=node_sort_key), 2)
+            if frozenset(p) not in adjacent
+        ]
+        pairs = pairs or list(itertools.combinations(sorted(names, key=node_sort_key), 2))
+        k = min(rng.randint(1, config.max_bidirected), len(pairs))
+        return CausalGraph("ADMG", nodes, frozenset(directed), frozenset(rng.sample(pairs, k))).validate()
+    if family == "cyclic":
+        directed = _base_dag(names, rng, config)
+        dag = CausalGraph("DAG", nodes, frozenset(directed))
+        # a back edge v -> u with u an ancestor of v closes at least one cycle
+        back = [(v, u) for v in nodes for u in dag.ancestors(v)]
+        back.sort(key=lambda e: (node_sort_key(e[0]), node_sort_key(e[1])))
+        k = min(rng.randint(1, config.max_back_edges), len(back))
+        return CausalGraph("DG", nodes, frozenset(directed) | frozenset(rng.sample(back, k))).validate()
+    raise ValueError(f"unknown graph family {family!r}; choose from {list(FAMILIES)}")
+
+
+# ---------------------------------------------------------------------------------------------
+# query builders: (graph, rng, config, target) -> (query, cpts) or None
+def _pairs(g: CausalGraph, rng: random.Random) -> list[tuple[str, str]]:
+    pairs = list(itertools.permutations(g.nodes, 2))
+    rng.shuffle(pairs)
+    return pairs[:_PAIRS_TRIED]
+
+
+def _several(g: CausalGraph, q: dict) -> bool:
+    # Subsets come smallest first, so the check budget covers small answers; a query whose second
+    # answer lies beyond it is skipped (rows stay fast on 12-node graphs).
+    return len(QUERY_KINDS[q["kind"]].valid_answers(g, q, limit=2, max_checks=_MAX_CHECKS)) >= 2
+
+
+def _q_backdoor(g, rng, cfg, target):
+    variant = rng.choice(cfg.set_variants)
+    for x, y in _pairs(g, rng):
+        if not C.has_directed_path(g, x, y):
+            continue
+        if not C.backdoor_paths(g, x, y, limit=1) and rng.random() < 0.75:
+            continue  # mostly ask about effects that actually need adjusting
+        q = {"kind": "backdoor_set", "treatment": x, "outcome": y, "variant": variant}
+        if _several(g, q):
+            return q, None
+    return None
+
+
+def _q_frontdoor(g, rng, cfg, target):
+    for x, y in _pairs(g, rng):
+        if not C.has_directed_path(g, x, y):
+            continue  # else the empty set qualifies trivially
+        q = {"kind": "frontdoor_set", "treatment": x, "outcome": y}
+        if _several(g, q):
+            return q, None
+    return None
+
+
+def _adjacent(g: CausalGraph, a: str, b: str) -> bool:
+    return (a, b) in g.directed or (b, a) in g.directed or a in g.siblings(b)
+
+
+def _q_separation(kind):
+    def build(g, rng, cfg, target):
+        variant = rng.choice(cfg.set_variants)
+        for x, y in _pairs(g, rng):
+            if _adjacent(g, x, y) or node_sort_key(x) > node_sort_key(y):
+                continue
+            q = {"kind": kind, "x": x, "y": y, "variant": variant}
+            if _several(g, q):
+                return q, None
+        return None
+
+    return build
+
+
+def _q_ci(g, rng, cfg, target):
+    for x, y in _pairs(g, rng):
+        if node_sort_key(x) > node_sort_key(y):
+            continue
+        others = sorted(g.node_set - {x, y}, key=node_sort_key)
+        if target:
+            base = C.minimal_m_separator(g, x, y)
+            if base is None:
+                continue
+            extra = rng.sample(
+                sorted(set(others) - base, key=node_sort_key), rng.randint(0, min(2, len(others) - len(base)))
+            )
+            given = set(base) | set(extra)
+            if not C.m_separated(g, x, y, given):
+                given = set(base)
+        else:
+            given = set(rng.sample(others, rng.randint(0, min(3, len(others)))))
+        if C.m_separated(g, x, y, given) == target:
+            return {"kind": "ci_test", "x": x, "y": y, "given": sorted(given, key=node_sort_key)}, None
+    return None
+
+
+def _q_directed(g, rng, cfg, target):
+    for x, y in _pairs(g, rng):
+        if C.has_directed_path(g, x, y) == target:
+            return {"kind": "directed_path", "treatment": x, "outcome": y}, None
+    return None
+
+
+def _q_mediator(g, rng, cfg, target):
+    for x, y in _pairs(g, rng):
+        if len(C.mediators(g, x, y)) >= 2:
+            return {"kind": "mediator", "treatment": x, "outcome": y}, None
+    return None
+
+
+def _q_cycle(g, rng, cfg, target):
+    return ({"kind": "cycle"}, None) if len(C.simple_cycles(g, limit=2)) >= 2 else None
+
+
+def _random_cpts(g: CausalGraph, rng: random.Random) -> dict:
+    cpts = {}
+    for v in g.nodes:
+        parents = sorted(g.parents(v), key=node_sort_key)
+        table = {
+            ",".join(map(str, values)): round(rng.uniform(0.05, 0.95), 2)
+            for values in itertools.product((0, 1), repeat=len(parents))
+        }
+        cpts[v] = {"parents": parents, "p1": table}
+    return cpts
+
+
+def _q_ate(g, rng, cfg, target):
+    for x, y in _pairs(g, rng):
+        if not C.has_directed_path(g, x, y):
+            continue
+        bd = {"kind": "backdoor_set", "treatment": x, "outcome": y}
+        sets = QUERY_KINDS["backdoor_set"].valid_answers(g, bd, limit=1, max_checks=_MAX_CHECKS)
+        if not sets or len(sets[0]) > 2:
+            continue  # keep the ψ computation to at most four strata
+        cpts = _random_cpts(g, rng)
+        psi = C.interventional_ate(cpts, x, y)
+        gap = rng.uniform(cfg.ate_margin + 0.02, cfg.ate_margin + 0.25)
+        threshold = round(psi - gap if target else psi + gap, 2)
+        if abs(psi - threshold) > cfg.ate_margin and (psi > threshold) == target:
+            q = {
+                "kind": "ate",
+                "treatment": x,
+                "outcome": y,
+                "threshold": threshold,
+                "margin": float(cfg.ate_margin),
+            }
+            return q, cpts
+    return None
+
+
+_BUILDERS = {
+    "backdoor_set": _q_backdoor,
+    "frontdoor_set": _q_frontdoor,
+    "dsep_set": _q_separation("dsep_set"),
+    "msep_set": _q_separation("msep_set"),
+    "ci_test": _q_ci,
+    "directed_path": _q_directed,
+    "mediator": _q_mediator,
+    "cycle": _q_cycle,
+    "ate": _q_ate,
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# rows
+def make_problem(config: CausalGraphConfig, rng: random.Random) -> tuple[dict, str, dict]:
+    """Draw one problem.
+
+    Returns:
+        ``(problem, answer, info)``: the DESIGN §4 problem dict (``graph``, ``query``, ``cpts`` for
+        ``ate``, ``text``, ``mode``), one valid answer in canonical form, and ``{"family", "kind",
+        "n_nodes", "n_edges", "theme"}``.
+
+    Raises:
+        RuntimeError: no problem of the drawn kind was found in ``config.max_attempts`` graphs.
+    """
+    kinds = config.kinds()
+    kind = rng.choice(kinds)
+    target = rng.random() < 0.5 if kind in YES_NO_KINDS else None
+    families = [f for f in config.families if f in KIND_FAMILIES[kind]]
+    story = config.mode == "constructed"
+    for _ in range(config.max_attempts):
+        family = rng.choice(families)
+        n = rng.randint(config.min_nodes, config.max_nodes)
+        graph = make_graph(family, rng.sample(_LETTERS, n), rng, config)
+        theme = rng.choice(THEMES) if story else None
+        if theme is not None:
+            graph = name_graph(graph, theme, rng)
+        built = _BUILDERS[kind](graph, rng, config, target)
+        if built is not None:
+            break
+    else:
+        raise RuntimeError(
+            f"no {kind} problem found in {config.max_attempts} graphs with {config.min_nodes}-"
+            f"{config.max_nodes} nodes; raise max_nodes or max_attempts, or drop {kind!r} from query_kinds"
+        )
+    query, cpts = built
+    qk = QUERY_KINDS[kind]
+    value = rng.choice(qk.valid_answers(graph, query, limit=_CHOICES, max_checks=_MAX_CHECKS, cpts=cpts))
+    answer = qk.format_answer(value)
+    text = problem_text(
+        graph, query, cpts=cpts, story=story_text(graph, rng, setting=theme.setting) if story else None
+    )
+    problem: dict[str, Any] = {"graph": graph.to_dict(), "query": query}
+    if cpts is not None:
+        problem["cpts"] = cpts
+    problem["text"] = text
+    problem["mode"] = config.mode
+    info = {
+        "family": family,
+        "kind": kind,
+        "n_nodes": len(graph.nodes),
+        "n_edges": len(graph.directed) + len(graph.bidirected),
+        "theme": theme.name if theme else None,
+    }
+    return problem, answer, info
+
+
+class CausalGraphDataset(ProceduralDataset):
+    """reasoning-gym dataset ``causal_graph``: causal questions over a supplied edge list.
+
+    Entries: ``question`` (the problem text), ``answer`` (one valid answer), ``metadata`` with
+    ``source_dataset``, ``source_index``, ``problem`` (DESIGN §4 JSON string), ``query_kind``,
+    ``family``, ``mode`` and ``difficulty``.
+    """
+
+    DATASET_NAME = "causal_graph"
+
+    def __init__(self, config: CausalGraphConfig):
+        super().__init__(config=config, seed=config.seed, size=config.size)
+
+    def __getitem__(self, idx: int) -> dict[str, Any]:
+        # String seeds hash with SHA-512: stable across runs and distinct per dataset, unlike seed + idx.
+        rng = random.Random(f"{self.DATASET_NAME}:{self.seed}:{idx}")
+        problem, answer, info = make_problem(self.config, rng)
+        return {
+            "question": problem["text"],
+            "answer": answer,
+            "metadata": {
+                "source_dataset": self.DATASET_NAME,
+                "source_index": idx,
+                "problem": json.dumps(problem, ensure_ascii=False),
+                "query_kind": info["kind"],
+                "family": info["family"],
+                "mode": problem["mode"],
+                "theme": info["theme"],
+                "difficulty": {"n_nodes": info["n_nodes"], "n_edges": info["n_edges"]},
+            },
+        }
+
+    def score_answer(self, answer: str | None, entry: dict[str, Any]) -> float:
+        """1.0 when ``answer`` satisfies the graph predicate of the entry's problem, else 0.0."""
+        problem = (entry.get("metadata") or {}).get("problem")
+        return 1.0 if problem is not None and grade_answer(problem, answer) else 0.0
+
+
+class CausalStoryDataset(CausalGraphDataset):
+    """reasoning-gym dataset ``causal_story``: the same questions told as stories (graph hidden)."""
+
+    DATASET_NAME = "causal_story"
+
+
+# ---------------------------------------------------------------------------------------------
+# TRL rows and training datasets
+def _jsonable(value: Any) -> Any:
+    """Plain JSON types: numpy scalars/arrays, tuples and sets converted, dict keys as strings."""
+    if isinstance(value, dict):
+        return {str(_jsonable(k)): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, (set, frozenset)):
+        return sorted((_jsonable(v) for v in value), key=repr)
+    if hasattr(value, "tolist") and callable(value.tolist):  # numpy scalar or array
+        return _jsonable(value.tolist())
+    if isinstance(value, str):
+        return str(value)  # numpy str_ becomes str
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    return str(value)
+
+
+def to_trl_row(entry: Mapping[str, Any], system_prompt: str | None = None) -> dict[str, Any]:
+    """Turn a reasoning-gym entry into a TRL row with uniform columns.
+
+    Args:
+        entry: ``{"question", "answer", "metadata": {"source_dataset", ...}}``.
+        system_prompt: the system message; by default the trace contract for causal entries
+            (:func:`~faithgrpo.tasks.prompts.trace_instructions`), the Knights & Knaves trace format
+            for ``knights_knaves``, and a plain think/answer instruction otherwise.
+
+    Returns:
+        ``{"prompt": [system, user], "answer": str, "problem": JSON str | None, "entry": JSON str | None,
+        "task": source dataset name}``: causal entries fill ``problem``, others ``entry`` (the whole
+        entry as JSON, for the outcome reward's ``score_answer``).
+    """
+    meta = entry.get("metadata") or {}
+    source = str(meta.get("source_dataset", ""))
+    problem = meta.get("problem") if source in CAUSAL_DATASETS else None
+    if problem is not None:
+        problem = problem if isinstance(problem, str) else json.dumps(problem, ensure_ascii=False)
+        kind = json.loads(problem)["query"]["kind"]
+        system = system_prompt if system_prompt is not None else trace_instructions(kind)
+        entry_json = None
+    else:
+        if system_prompt is not None:
+            system = system_prompt
+        elif source == "knights_knaves":
+            from faithgrpo.tasks.knights_knaves import kk_prompt_instructions
+
+            system = kk_prompt_instructions()
+        else:
+            system = answer_instructions()
+        entry_json = json.dumps(_jsonable(dict(entry)), ensure_ascii=False)
+    answer = entry.get("answer")
+    return {
+        "prompt": [
+            {"role": "system", "content": system},
+            {"role": "user", "content": str(entry["question"])},
+        ],
+        "answer": "" if answer is None else str(_jsonable(answer)),
+        "problem": problem,
+        "entry": entry_json,
+        "task": source,
+    }
+
+
+@dataclass
+class TaskMixConfig:
+    """A training mixture: causal rows (supplied and story mode) plus optional reasoning-gym tasks.
+
+    Attributes:
+        size: number of rows.
+        seed: base seed.
+        causal_weight: sampling weight of causal rows (0 for reasoning-gym rows only).
+        story_fraction: share of causal rows in story (constructed-graph) mode.
+        causal: :class:`CausalGraphConfig` fields (``min_nodes``, ``query_kinds``, ...).
+        mixture: reasoning-gym dataset name -> sampling weight (relative to ``causal_weight``).
+        mixture_configs: reasoning-gym dataset name -> its config fields.
+        system_prompt: one system message for every row (default: per task, see :func:`to_trl_row`).
+    """
+
+    size: int = 512
+    seed: int = 0
+    causal_weight: float = 1.0
+    story_fraction: float = 0.5
+    causal: dict = field(default_factory=dict)
+    mixture: dict = field(default_factory=dict)
+    mixture_configs: dict = field(default_factory=dict)
+    system_prompt: str | None = None
+
+    def validate(self) -> None:
+        """Raise ``ValueError`` naming the field and the fix."""
+        if not isinstance(self.size, int) or self.size <= 0:
+            raise ValueError(f"size must be a positive integer, got {self.size!r}")
+        if not isinstance(self.seed, int):
+            raise ValueError(f"seed must be an integer, got {self.seed!r}")
+        for name in ("causal_weight", "story_fraction"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
+                raise ValueError(f"{name} must be a number >= 0, got {v!r}")
+        if self.story_fraction > 1:
+            raise ValueError(f"story_fraction must be in [0, 1], got {self.story_fraction!r}")
+        allowed = {f.name for f in fields(CausalGraphConfig)} - {"size", "seed", "mode"}
+        bad = sorted(set(self.causal) - allowed)
+        if bad:
+            raise ValueError(f"causal has unknown fields {bad}; use some of {sorted(allowed)}")
+        if self.causal_weight > 0:
+            CausalGraphConfig(**self.causal).validate()
+        for name, weight in self.mixture.items():
+            if name in CAUSAL_DATASETS:
+                raise ValueError(f"{name!r} is the causal task; set causal_weight/story_fraction instead")
+            if name not in DATASETS:
+                raise ValueError(
+                    f"unknown reasoning-gym dataset {name!r} in mixture; registered: {sorted(DATASETS)[:40]}..."
+                )
+            if isinstance(weight, bool) or not isinstance(weight, (int, float)) or weight < 0:
+                raise ValueError(f"mixture weight of {name!r} must be a number >= 0, got {weight!r}")
+        extra = sorted(set(self.mixture_configs) - set(self.mixture))
+        if extra:
+            raise ValueError(f"mixture_configs names {extra}, which are not in mixture; add them to mixture")
+        if self.causal_weight <= 0 and not any(w > 0 for w in self.mixture.values()):
+            raise ValueError("nothing to sample: set causal_weight > 0 or give a mixture weight > 0")
+
+
+def _specs(config: TaskMixConfig) -> list:
+    from reasoning_gym.composite import DatasetSpec
+
+    specs = []
+    causal = dict(config.causal)
+    for name, weight in (
+        ("causal_graph", config.causal_weight * (1 - config.story_fraction)),
+        ("causal_story", config.causal_weight * config.story_fraction),
+    ):
+        if weight > 0:
+            specs.append(DatasetSpec(name=name, weight=float(weight), config=dict(causal)))
+    for name, weight in config.mixture.items():
+        if weight > 0:
+            specs.append(
+                DatasetSpec(
+                    name=name, weight=float(weight), config=dict(config.mixture_configs.get(name, {}))
+                )
+            )
+    return specs
+
+
+def build_dataset(config: TaskMixConfig | CausalGraphConfig | Mapping[str, Any]):
+    """A ``datasets.Dataset`` of TRL rows (see :func:`to_trl_row`) for training.
+
+    Args:
+        config: a :class:`TaskMixConfig` (or its fields as a dict, e.g. from YAML), or a
+            :class:`CausalGraphConfig` for causal rows of one mode only.
+
+    Returns:
+        A dataset with columns ``prompt``, ``answer``, ``problem``, ``entry``, ``task``; the same seed
+        gives the same rows.
+    """
+    import datasets
+
+    if isinstance(config, Mapping):
+        config = TaskMixConfig(**config)
+    config.validate()
+    if isinstance(config, CausalGraphConfig):
+        cls = CausalStoryDataset if config.mode == "constructed" else CausalGraphDataset
+        source = cls(config)
+        system = None
+    else:
+        source = reasoning_gym.create_dataset(
+            "composite", size=config.size, seed=config.seed, datasets=_specs(config)
+        )
+        system = config.system_prompt
+    rows = [to_trl_row(source[i], system) for i in range(len(source))]
+    features = datasets.Features(
+        {
+            "prompt": [{"role": datasets.Value("string"), "content": datasets.Value("string")}],
+            "answer": datasets.Value("string"),
+            "problem": datasets.Value("string"),
+            "entry": datasets.Value("string"),
+            "task": datasets.Value("string"),
+        }
+    )
+    return datasets.Dataset.from_list(rows, features=features)
+
+
+def _register() -> None:
+    # Guarded: importing this module twice (reload, two import paths) must not raise.
+    for name, dataset_cls, config_cls in (
+        ("causal_graph", CausalGraphDataset, CausalGraphConfig),
+        ("causal_story", CausalStoryDataset, CausalStoryConfig),
+    ):
+        if name not in DATASETS:
+            reasoning_gym.register_dataset(name, dataset_cls, config_cls)
+
+
+_register()

@@ -1,0 +1,798 @@
+"""CRoS: a step-scrambling causal reward scored by a frozen reference model (DESIGN §3.3).
+
+For a completion with reasoning ``r`` and answer span ``a`` to prompt ``x``, CRoS compares the mean
+token log-probability of the answer under the reference model given the ordered reasoning with the
+same quantity given ``M`` scrambles of its steps:
+
+    ℓ(r) = (1/|a|) Σ_t log p_ref(a_t | x, r, a_<t)
+    Δ    = ℓ(r) − (1/M) Σ_m ℓ(π_m(r))
+
+and rank-normalises Δ within each group of completions of one prompt. Large Δ: the answer rides on
+the order of the reasoning. Δ ≈ 0: the reasoning is decorative or leaks the answer.
+
+Conventions fixed here:
+
+- The answer span ``a`` is the *content* of the last ``<answer>…</answer>`` block, tags excluded
+  and whitespace kept; the opening ``<answer>`` tag is part of the conditioning context, the
+  closing tag is not scored (it says the answer ended, not what it is).
+- The reasoning is the ``<think>`` content; without a closed think block before the answer it is
+  the text before ``<answer>`` (after an unclosed ``<think>``, or from a template-supplied
+  ``<think>`` up to ``</think>``). Everything else of the completion stays in place in every
+  scramble.
+- Prompt, completion prefix and answer are tokenised separately, so the answer tokens scored are
+  the same for the ordered chain and every scramble.
+- ``max_length`` counts prompt + completion up to the end of the answer span. Over it, the prompt
+  is cut from the left (a leading BOS is kept); when reasoning plus answer alone do not fit, Δ is
+  undefined (reason ``too_long``). The answer is never cut.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import logging
+import math
+import os
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from .steps import MAX_REASONING_CHARS, apply_permutation, scramble_permutations, scramble_seed, step_spans
+from .text import completion_text, prompt_text
+
+__all__ = [
+    "UNDEFINED_REASONS",
+    "CRoSReward",
+    "CRoSScore",
+    "average_ranks",
+    "group_ids",
+    "group_rank_normalize",
+    "parse_completion",
+    "rank_normalize",
+]
+
+logger = logging.getLogger(__name__)
+
+ANSWER_OPEN, ANSWER_CLOSE = "<answer>", "</answer>"
+THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
+
+# Why Δ can be undefined; every reason is logged on every call so metric keys stay stable.
+UNDEFINED_REASONS = (
+    "no_answer",  # no <answer>…</answer> block
+    "empty_answer",  # the answer block is blank
+    "empty_reasoning",  # nothing (but whitespace) before the answer
+    "too_few_steps",  # the reasoning splits into fewer than two steps
+    "too_long",  # reasoning + answer exceed max_length (or the reasoning exceeds the char bound)
+    "gated",  # gate="correct" and the answer is not graded correct
+    "non_finite",  # the reference produced a NaN/inf log-probability
+)
+# Kwargs TRL passes that are not per-row dataset columns.
+_NON_ROW_KWARGS = frozenset({"trainer_state", "log_extra", "log_metric", "environments"})
+_MAX_NUM_SCRAMBLES = 1024
+
+
+@dataclass(frozen=True)
+class CRoSScore:
+    """CRoS result for one (prompt, completion) pair.
+
+    Attributes:
+        delta: Δ = ℓ(r) − mean_m ℓ(π_m(r)), or ``None`` when undefined.
+        reason: why Δ is undefined (one of `UNDEFINED_REASONS`), ``None`` when defined.
+        logprob: ℓ(r), mean answer-token log-probability given the ordered reasoning.
+        scrambled_logprobs: ℓ(π_m(r)) for each scramble, in draw order.
+        num_steps: number of reasoning steps found.
+        prompt_truncated: the prompt was cut from the left to fit ``max_length``.
+    """
+
+    delta: float | None
+    reason: str | None = None
+    logprob: float | None = None
+    scrambled_logprobs: tuple[float, ...] = field(default=())
+    num_steps: int = 0
+    prompt_truncated: bool = False
+
+
+def parse_completion(text: str) -> tuple[tuple[str, str, str, str] | None, str | None]:
+    """Cut a completion into ``(head, reasoning, middle, answer)`` around its reasoning and answer.
+
+    ``head + reasoning + middle`` is the completion up to and including the last ``<answer>`` tag;
+    ``answer`` is that block's content. Only ``reasoning`` is scrambled. Linear time (``str.find``
+    only), never raises.
+
+    Args:
+        text (`str`):
+            The completion text.
+
+    Returns:
+        `tuple`: ``((head, reasoning, middle, answer), None)``, or ``(None, reason)`` with reason
+        ``"no_answer"`` or ``"empty_answer"``.
+
+    Example:
+        >>> parse_completion("<think>a\\nb</think>\\n<answer>5</answer>")
+        (('<think>', 'a\\nb', '</think>\\n<answer>', '5'), None)
+    """
+    if not isinstance(text, str):
+        return None, "no_answer"
+    close = text.rfind(ANSWER_CLOSE)
+    open_ = text.rfind(ANSWER_OPEN, 0, close) if close >= 0 else -1
+    if open_ < 0:
+        return None, "no_answer"
+    answer_start = open_ + len(ANSWER_OPEN)
+    answer = text[answer_start:close]
+    if not answer.strip():
+        return None, "empty_answer"
+    think_close = text.find(THINK_CLOSE, 0, open_)
+    reasoning_end = think_close if think_close >= 0 else open_
+    think_open = text.find(THINK_OPEN, 0, reasoning_end)
+    reasoning_start = think_open + len(THINK_OPEN) if think_open >= 0 else 0
+    return (
+        text[:reasoning_start],
+        text[reasoning_start:reasoning_end],
+        text[reasoning_end:answer_start],
+        answer,
+    ), None
+
+
+def average_ranks(values: Sequence[float]) -> list[float]:
+    """Ascending ranks starting at 1, ties sharing the average of the ranks they span.
+
+    Example:
+        >>> average_ranks([0.3, -1.0, 0.3, 2.0])
+        [2.5, 1.0, 2.5, 4.0]
+    """
+    order = sorted(range(len(values)), key=lambda i: values[i])
+    ranks = [0.0] * len(values)
+    start = 0
+    while start < len(order):
+        end = start
+        while end + 1 < len(order) and values[order[end + 1]] == values[order[start]]:
+            end += 1
+        average = (start + end) / 2 + 1
+        for k in range(start, end + 1):
+            ranks[order[k]] = average
+        start = end + 1
+    return ranks
+
+
+def rank_normalize(deltas: Sequence[float | None], undefined: str = "lowest") -> list[float | None]:
+    """Rank-normalise the Δ of one group into [0, 1] (DESIGN §3.3 step 5).
+
+    ``r_i = (rank_i − 1)/(G − 1)`` with ascending average ranks; a group of one scores 0.5.
+
+    Args:
+        deltas (`Sequence[float | None]`):
+            Δ per completion of the group, ``None`` when undefined.
+        undefined (`str`, *optional*, defaults to `"lowest"`):
+            ``"lowest"``: undefined Δ rank below every defined one (tied among themselves).
+            ``"none"``: undefined Δ score ``None`` and the defined ones are ranked among themselves.
+
+    Returns:
+        `list[float | None]`: the normalised rewards.
+
+    Example:
+        >>> rank_normalize([0.1, None, 0.5, 0.5])
+        [0.3333333333333333, 0.0, 0.8333333333333334, 0.8333333333333334]
+        >>> rank_normalize([0.1, None, 0.5], undefined="none")
+        [0.0, None, 1.0]
+    """
+    if undefined not in ("lowest", "none"):
+        raise ValueError(f"undefined must be 'lowest' or 'none', got {undefined!r}")
+    if undefined == "none":
+        defined = [i for i, d in enumerate(deltas) if d is not None]
+        out: list[float | None] = [None] * len(deltas)
+        for i, r in zip(defined, rank_normalize([deltas[i] for i in defined])):
+            out[i] = r
+        return out
+    if len(deltas) == 1:
+        return [0.5]
+    keyed = [-math.inf if d is None else float(d) for d in deltas]
+    g = len(keyed)
+    return [(rank - 1) / (g - 1) for rank in average_ranks(keyed)]
+
+
+def group_ids(keys: Sequence[Any], num_generations: int | None = None) -> list[int]:
+    """Group rows by prompt key and position.
+
+    TRL repeats each prompt ``G`` times consecutively, so a group is a run of consecutive rows
+    with the same key; with ``num_generations`` a longer run (the same prompt text drawn twice in
+    one batch) is cut into groups of that size.
+
+    Example:
+        >>> group_ids(["a", "a", "b", "b", "a"])
+        [0, 0, 1, 1, 2]
+        >>> group_ids(["a"] * 4, num_generations=2)
+        [0, 0, 1, 1]
+    """
+    ids: list[int] = []
+    current, run = -1, 0
+    for i, key in enumerate(keys):
+        new_run = i == 0 or key != keys[i - 1]
+        if new_run or (num_generations is not None and run == num_generations):
+            current, run = current + 1, 0
+        ids.append(current)
+        run += 1
+    return ids
+
+
+def group_rank_normalize(
+    deltas: Sequence[float | None],
+    keys: Sequence[Any],
+    undefined: str = "lowest",
+    num_generations: int | None = None,
+) -> list[float | None]:
+    """Rank-normalise Δ within each group of rows (see `group_ids` and `rank_normalize`).
+
+    Example:
+        >>> group_rank_normalize([1.0, 2.0, 5.0], ["p", "p", "q"])
+        [0.0, 1.0, 0.5]
+    """
+    if len(deltas) != len(keys):
+        raise ValueError(f"got {len(deltas)} deltas for {len(keys)} group keys")
+    members: dict[int, list[int]] = {}
+    for row, gid in enumerate(group_ids(keys, num_generations)):
+        members.setdefault(gid, []).append(row)
+    out: list[float | None] = [None] * len(deltas)
+    for rows in members.values():
+        for row, value in zip(rows, rank_normalize([deltas[r] for r in rows], undefined)):
+            out[row] = value
+    return out
+
+
+def _is_conversational(prompt: Any) -> bool:
+    return isinstance(prompt, (list, tuple)) and bool(prompt) and all(isinstance(m, dict) for m in prompt)
+
+
+def _prompt_key(prompt: Any) -> str:
+    """Short stable key of a prompt's text (what gets gathered across processes)."""
+    return hashlib.sha1(prompt_text(prompt).encode("utf-8", errors="surrogatepass")).hexdigest()
+
+
+def _world() -> tuple[int, int]:
+    """(rank, world size) of the default process group, (0, 1) when not distributed."""
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        return torch.distributed.get_rank(), torch.distributed.get_world_size()
+    return 0, 1
+
+
+def _graded_correct(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)) and math.isfinite(value):
+        return value >= 1.0
+    return False
+
+
+def _check_int(name: str, value: Any, low: int, high: int | None, hint: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low or (high and value > high):
+        bound = f"in [{low}, {high}]" if high else f">= {low}"
+        raise ValueError(f"{name} must be an int {bound}, got {value!r}; {hint}")
+
+
+@dataclass
+class _Pending:
+    """One pair on its way through scoring."""
+
+    row: int
+    num_steps: int
+    prompt_ids: list[int]
+    prefixes: list[str]  # completion up to "<answer>": ordered reasoning first, then scrambles
+    answer: str
+
+
+class CRoSReward:
+    r"""CRoS reward: rank-normalised step-scrambling Δ under a frozen reference model.
+
+    A TRL reward callable, ``reward(prompts, completions, **kwargs) -> list[float | None]``, named
+    ``"cros"``. See the module docstring and DESIGN §3.3 for the formula and span conventions.
+
+    Args:
+        reference (`str`, `os.PathLike`, `torch.nn.Module` or `None`, *optional*):
+            A checkpoint path, hub id or ``"embedded"`` (loaded lazily with transformers, put in eval
+            mode and frozen), a model instance (used as is, switched to eval mode only while
+            scoring), or ``None`` to be bound later with `bind_reference` (how the trainer glue
+            scores with the policy's LoRA adapters disabled).
+        tokenizer (`PreTrainedTokenizerBase` or `str`, *optional*):
+            Tokenizer of the reference; loaded from ``reference`` when that is a path.
+        num_scrambles (`int`, *optional*, defaults to `4`):
+            ``M``, scrambles per completion (all non-identity ones when fewer exist).
+        seed (`int`, *optional*, defaults to `0`):
+            Global seed mixed into the per-completion scramble seed.
+        max_length (`int`, *optional*):
+            Token budget of prompt + completion through the answer. Defaults to the reference's
+            ``max_position_embeddings`` (no limit if it has none).
+        batch_size (`int`, *optional*, defaults to `32`):
+            Sequences per forward pass. Sequences are sorted by length before chunking.
+        gate (`str`, *optional*, defaults to `"none"`):
+            ``"correct"``: only completions graded correct by ``is_correct`` get a Δ; the others are
+            undefined (reason ``gated``) and skip the forward passes.
+        is_correct (`Callable`, *optional*):
+            ``is_correct(prompt, completion, **row) -> bool | float | None`` for ``gate="correct"``,
+            where ``row`` holds this row's dataset columns. ``True`` or a number >= 1 is correct.
+        undefined (`str`, *optional*, defaults to `"lowest"`):
+            ``"lowest"``: undefined Δ rank below all defined Δ of the group. ``"none"``: they score
+            ``None`` (TRL ignores them) and the rest of the group is ranked among itself.
+        num_generations (`int`, *optional*):
+            Group size ``G``; when given, runs of one prompt longer than ``G`` are split into groups
+            of ``G``. Without it a group is a run of consecutive rows with the same prompt text.
+        distributed (`bool`, *optional*):
+            Gather Δ across processes before ranking. ``None`` (default): when a
+            ``torch.distributed`` process group with more than one process is initialised. Every
+            process must then call the reward together (as TRL trainers do).
+        chat_template_kwargs (`dict`, *optional*):
+            Extra arguments for ``tokenizer.apply_chat_template`` on conversational prompts.
+        model_kwargs (`dict`, *optional*):
+            Extra arguments for ``from_pretrained`` when ``reference`` is a path (e.g. ``dtype``).
+        device (`str` or `torch.device`, *optional*):
+            Device for a reference loaded from a path; defaults to the current CUDA device, else CPU.
+
+    Example:
+        ```python
+        >>> from faithgrpo.rewards.cros import CRoSReward
+
+        >>> cros = CRoSReward("embedded", num_scrambles=4)
+        >>> cros(["2+3?"] * 2, ["<think>Step 1: 2+3=5\nStep 2: done</think><answer>5</answer>",
+        ...                     "<answer>5</answer>"])  # doctest: +SKIP
+        [1.0, 0.0]
+        ```
+    """
+
+    __name__ = "cros"
+
+    def __init__(
+        self,
+        reference: str | os.PathLike | torch.nn.Module | None = None,
+        tokenizer: Any = None,
+        *,
+        num_scrambles: int = 4,
+        seed: int = 0,
+        max_length: int | None = None,
+        batch_size: int = 32,
+        gate: str = "none",
+        is_correct: Callable[..., Any] | None = None,
+        undefined: str = "lowest",
+        num_generations: int | None = None,
+        distributed: bool | None = None,
+        chat_template_kwargs: dict | None = None,
+        model_kwargs: dict | None = None,
+        device: str | torch.device | None = None,
+    ):
+        _check_int("num_scrambles", num_scrambles, 1, _MAX_NUM_SCRAMBLES, "use a small M such as 4")
+        _check_int("seed", seed, -(2**63), None, "pass an integer seed")
+        _check_int("batch_size", batch_size, 1, None, "use e.g. 32 (sequences per forward pass)")
+        if max_length is not None:
+            _check_int("max_length", max_length, 2, None, "or None for the model's context size")
+        if num_generations is not None:
+            _check_int("num_generations", num_generations, 1, None, "pass TRL's num_generations or None")
+        if gate not in ("none", "correct"):
+            raise ValueError(f"gate must be 'none' or 'correct', got {gate!r}")
+        if gate == "correct" and not callable(is_correct):
+            raise ValueError(
+                "gate='correct' needs is_correct=callable(prompt, completion, **row) that grades an "
+                "answer (e.g. faithgrpo's outcome grader); pass one or use gate='none'"
+            )
+        if undefined not in ("lowest", "none"):
+            raise ValueError(f"undefined must be 'lowest' or 'none', got {undefined!r}")
+        if distributed not in (None, True, False):
+            raise ValueError(f"distributed must be None (auto), True or False, got {distributed!r}")
+        if reference is not None and not isinstance(reference, (str, os.PathLike, torch.nn.Module)):
+            raise ValueError(
+                "reference must be a model path / hub id / 'embedded', a PreTrainedModel, or None "
+                f"(bind one later with bind_reference), got {type(reference).__name__}"
+            )
+        if isinstance(reference, torch.nn.Module) and tokenizer is None:
+            raise ValueError("a reference model instance needs its tokenizer: pass tokenizer=...")
+
+        self.num_scrambles = num_scrambles
+        self.seed = seed
+        self.max_length = max_length
+        self.batch_size = batch_size
+        self.gate = gate
+        self.is_correct = is_correct
+        self.undefined = undefined
+        self.num_generations = num_generations
+        self.distributed = distributed
+        self.chat_template_kwargs = dict(chat_template_kwargs or {})
+        self.model_kwargs = dict(model_kwargs or {})
+        self.device = device
+
+        self._reference_path = None if isinstance(reference, torch.nn.Module) else reference
+        self._tokenizer_spec = tokenizer
+        self.model: torch.nn.Module | None = None
+        self.tokenizer: Any = None
+        self._context_factory: Callable[[], Any] | None = None
+        self._forward_params: frozenset[str] = frozenset()
+        self._forward_var_kw = False
+        if isinstance(reference, torch.nn.Module):
+            self.bind_reference(reference, tokenizer)
+        elif tokenizer is not None and not isinstance(tokenizer, (str, os.PathLike)):
+            self.tokenizer = tokenizer
+
+        #: CRoS results of the last call (this process's rows), for inspection.
+        self.last_scores: list[CRoSScore] = []
+        #: Undefined reasons (and ``prompt_truncated``) counted over all calls.
+        self.reason_counts: Counter[str] = Counter()
+        self._warned: set[str] = set()
+
+    # ------------------------------------------------------------------ reference binding
+
+    def bind_reference(
+        self,
+        model: torch.nn.Module,
+        tokenizer: Any = None,
+        context_manager_factory: Callable[[], Any] | None = None,
+    ) -> CRoSReward:
+        """Score with ``model`` from now on.
+
+        Args:
+            model (`torch.nn.Module`):
+                A causal LM with the HF interface (``model(input_ids, attention_mask, ...).logits``),
+                unwrapped from DDP/accelerate. It is not modified: only switched to eval mode while
+                scoring, then restored.
+            tokenizer (`PreTrainedTokenizerBase`, *optional*):
+                Its tokenizer; defaults to the one given before.
+            context_manager_factory (`Callable[[], ContextManager]`, *optional*):
+                Called before each scoring pass; the context it returns is held while the reference
+                runs. For a PEFT policy, ``model.disable_adapter`` scores the base model without a
+                second copy in memory.
+
+        Returns:
+            `CRoSReward`: ``self``.
+
+        Example:
+            ```python
+            >>> cros = CRoSReward(num_scrambles=4)
+            >>> cros.bind_reference(peft_model, tokenizer, peft_model.disable_adapter)  # doctest: +SKIP
+            ```
+        """
+        if not isinstance(model, torch.nn.Module):
+            raise ValueError(f"bind_reference needs a torch.nn.Module, got {type(model).__name__}")
+        if tokenizer is not None:
+            self.tokenizer = tokenizer
+        elif self.tokenizer is None:
+            raise ValueError("bind_reference needs the reference's tokenizer: pass tokenizer=...")
+        if context_manager_factory is not None and not callable(context_manager_factory):
+            raise ValueError("context_manager_factory must be a callable returning a context manager")
+        self.model = model
+        self._context_factory = context_manager_factory
+        try:
+            params = inspect.signature(model.forward).parameters
+        except (TypeError, ValueError):
+            params = {}
+        self._forward_params = frozenset(params)
+        self._forward_var_kw = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+        return self
+
+    def _ensure_reference(self) -> None:
+        if self.model is not None:
+            return
+        if self._reference_path is None:
+            raise RuntimeError(
+                "CRoSReward has no reference model: pass reference=<path | model> or call "
+                "bind_reference(model, tokenizer) before scoring"
+            )
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        path = os.fspath(self._reference_path)
+        try:
+            from faithgrpo.models import resolve
+
+            path = resolve(path)
+        except ImportError:
+            pass
+        device = self.device
+        if device is None:
+            device = torch.device("cuda", torch.cuda.current_device()) if torch.cuda.is_available() else "cpu"
+        model = AutoModelForCausalLM.from_pretrained(path, **self.model_kwargs).to(device)
+        model.eval().requires_grad_(False)
+        tokenizer = self.tokenizer
+        if tokenizer is None:
+            spec = self._tokenizer_spec if self._tokenizer_spec is not None else path
+            tokenizer = AutoTokenizer.from_pretrained(os.fspath(spec))
+        self.bind_reference(model, tokenizer)
+
+    # ------------------------------------------------------------------ tokenisation
+
+    def _effective_max_length(self) -> int | None:
+        if self.max_length is not None:
+            return self.max_length
+        config = getattr(self.model, "config", None)
+        limit = getattr(config, "max_position_embeddings", None)
+        return limit if isinstance(limit, int) and limit > 1 else None
+
+    def _prompt_ids(self, prompt: Any) -> list[int]:
+        tok = self.tokenizer
+        if _is_conversational(prompt):
+            if getattr(tok, "chat_template", None):
+                text = tok.apply_chat_template(
+                    list(prompt), tokenize=False, add_generation_prompt=True, **self.chat_template_kwargs
+                )
+                return list(tok(text, add_special_tokens=False)["input_ids"])
+            self._warn_once(
+                "no_chat_template",
+                "conversational prompt but the tokenizer has no chat template: joining message texts",
+            )
+        # Plain prompts are tokenised the way TRL's GRPOTrainer does (special tokens added).
+        return list(tok(prompt_text(prompt))["input_ids"])
+
+    def _warn_once(self, key: str, message: str) -> None:
+        if key not in self._warned:
+            self._warned.add(key)
+            logger.warning(message)
+
+    # ------------------------------------------------------------------ scoring
+
+    def compute_deltas(self, pairs: Iterable[tuple[Any, Any]]) -> list[CRoSScore]:
+        """Raw CRoS Δ for (prompt, completion) pairs: no gating, no ranking, no gathering.
+
+        This is what checkpoint evaluators average ("mean CRoS Δ"). Prompts and completions may be
+        strings or conversational message lists.
+
+        Args:
+            pairs (`Iterable[tuple[prompt, completion]]`):
+                The pairs to score.
+
+        Returns:
+            `list[CRoSScore]`: one result per pair, in order. Never raises on model output.
+
+        Example:
+            ```python
+            >>> [s.delta for s in cros.compute_deltas([("2+3?", completion)])]  # doctest: +SKIP
+            [0.84]
+            ```
+        """
+        pairs = list(pairs)
+        results: list[CRoSScore | None] = [None] * len(pairs)
+        pending: list[tuple[Any, _Pending]] = []
+        for row, (prompt, completion) in enumerate(pairs):
+            text = completion_text(completion)
+            parsed, reason = parse_completion(text)
+            if parsed is None:
+                results[row] = CRoSScore(None, reason)
+                continue
+            head, reasoning, middle, answer = parsed
+            if not reasoning.strip():
+                results[row] = CRoSScore(None, "empty_reasoning")
+                continue
+            if len(reasoning) > MAX_REASONING_CHARS:
+                results[row] = CRoSScore(None, "too_long")
+                continue
+            spans = step_spans(reasoning)
+            if len(spans) < 2:
+                results[row] = CRoSScore(None, "too_few_steps", num_steps=len(spans))
+                continue
+            perms = scramble_permutations(
+                len(spans), self.num_scrambles, scramble_seed(self.seed, prompt_text(prompt), text)
+            )
+            variants = [reasoning] + [apply_permutation(reasoning, spans, p) for p in perms]
+            prefixes = [head + v + middle for v in variants]
+            pending.append((prompt, _Pending(row, len(spans), [], prefixes, answer)))
+        if pending:
+            # The model is only needed (and loaded) when something is left to score.
+            self._ensure_reference()
+            prompt_cache: dict[str, list[int]] = {}
+            for prompt, item in pending:
+                key = repr(prompt) if _is_conversational(prompt) else prompt_text(prompt)
+                if key not in prompt_cache:
+                    prompt_cache[key] = self._prompt_ids(prompt)
+                item.prompt_ids = prompt_cache[key]
+            for row, score in self._score_pending([item for _, item in pending]):
+                results[row] = score
+        return [r if r is not None else CRoSScore(None, "non_finite") for r in results]
+
+    def _score_pending(self, pending: list[_Pending]) -> list[tuple[int, CRoSScore]]:
+        tok = self.tokenizer
+        # One tokenizer call for all prefixes and one for all answers (fast tokenizers batch in Rust).
+        flat_prefixes = [p for item in pending for p in item.prefixes]
+        prefix_ids = tok(flat_prefixes, add_special_tokens=False)["input_ids"]
+        answer_ids = tok([item.answer for item in pending], add_special_tokens=False)["input_ids"]
+        max_length = self._effective_max_length()
+        bos = getattr(tok, "bos_token_id", None)
+
+        sequences: dict[tuple[tuple[int, ...], tuple[int, ...]], int] = {}
+        plans: list[tuple[_Pending, list[int] | None, bool, str | None]] = []
+        cursor = 0
+        for item, answer in zip(pending, answer_ids):
+            prefixes = prefix_ids[cursor : cursor + len(item.prefixes)]
+            cursor += len(item.prefixes)
+            if not answer:
+                plans.append((item, None, False, "empty_answer"))
+                continue
+            prompt = item.prompt_ids
+            truncated = False
+            if max_length is not None:
+                tail = max(len(p) for p in prefixes) + len(answer)
+                if tail > max_length:
+                    plans.append((item, None, False, "too_long"))
+                    continue
+                budget = max_length - tail
+                if len(prompt) > budget:
+                    # Same cut for every variant of this completion, so they see the same prompt.
+                    keep_bos = budget > 0 and bos is not None and prompt[0] == bos
+                    tail_len = budget - 1 if keep_bos else budget
+                    prompt = ([bos] if keep_bos else []) + (prompt[-tail_len:] if tail_len > 0 else [])
+                    truncated = True
+            answer_key = tuple(answer)
+            index_list = []
+            for prefix in prefixes:
+                key = (tuple(prompt) + tuple(prefix), answer_key)
+                index_list.append(sequences.setdefault(key, len(sequences)))
+            plans.append((item, index_list, truncated, None))
+
+        logprobs = self._sequence_logprobs(list(sequences)) if sequences else []
+        out = []
+        for item, index_list, truncated, reason in plans:
+            if index_list is None:
+                out.append((item.row, CRoSScore(None, reason, num_steps=item.num_steps)))
+                continue
+            values = [logprobs[i] for i in index_list]
+            ordered, scrambled = values[0], tuple(values[1:])
+            delta = ordered - sum(scrambled) / len(scrambled)
+            if not all(math.isfinite(v) for v in values) or not math.isfinite(delta):
+                out.append((item.row, CRoSScore(None, "non_finite", num_steps=item.num_steps)))
+                continue
+            out.append(
+                (
+                    item.row,
+                    CRoSScore(delta, None, ordered, scrambled, item.num_steps, prompt_truncated=truncated),
+                )
+            )
+        return out
+
+    def _sequence_logprobs(self, sequences: list[tuple[tuple[int, ...], tuple[int, ...]]]) -> list[float]:
+        """Mean log-probability of each answer given its context, in batched left-padded passes.
+
+        The input is ``context + answer[:-1]`` (the last answer token is only ever a target), left
+        padded so every answer ends at the last position: ``logits_to_keep`` then materialises
+        logits for the answer positions only.
+        """
+        model = self.model
+        try:
+            device = next(model.parameters()).device
+        except StopIteration:
+            device = torch.device("cpu")
+        tok = self.tokenizer
+        pad = next((t for t in (tok.pad_token_id, tok.eos_token_id) if t is not None), 0)
+        lengths = [len(ctx) + len(ans) - 1 for ctx, ans in sequences]
+        order = sorted(range(len(sequences)), key=lambda i: -lengths[i])
+        results = [math.nan] * len(sequences)
+        was_training = model.training
+        context = self._context_factory() if self._context_factory is not None else nullcontext()
+        try:
+            model.eval()
+            with context, torch.inference_mode():
+                for start in range(0, len(order), self.batch_size):
+                    chunk = order[start : start + self.batch_size]
+                    values = self._chunk_logprobs([sequences[i] for i in chunk], device, pad)
+                    for i, value in zip(chunk, values):
+                        results[i] = value
+        finally:
+            if was_training:
+                model.train()
+        return results
+
+    def _chunk_logprobs(
+        self, chunk: list[tuple[tuple[int, ...], tuple[int, ...]]], device: torch.device, pad: int
+    ) -> list[float]:
+        rows = [ctx + ans[:-1] for ctx, ans in chunk]
+        width = max(len(r) for r in rows)
+        keep = max(len(ans) for _, ans in chunk)
+        input_ids = torch.tensor([[pad] * (width - len(r)) + list(r) for r in rows], device=device)
+        attention_mask = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in rows], device=device)
+        kwargs: dict[str, Any] = {"input_ids": input_ids, "attention_mask": attention_mask}
+        accepts = self._forward_params
+        if "position_ids" in accepts or self._forward_var_kw:
+            # Left padding: positions must count real tokens only (absolute-position models need it).
+            kwargs["position_ids"] = (attention_mask.cumsum(-1) - 1).clamp(min=0)
+        if "logits_to_keep" in accepts or self._forward_var_kw:
+            kwargs["logits_to_keep"] = keep
+        if "use_cache" in accepts or self._forward_var_kw:
+            kwargs["use_cache"] = False
+        output = self.model(**kwargs)
+        logits = output.logits if hasattr(output, "logits") else output[0]
+        # A model that ignores logits_to_keep returns every position: keep the answer window.
+        logits = logits[:, -keep:]
+        sums = []
+        for r, (_, answer) in enumerate(chunk):
+            span = logits[r, keep - len(answer) :].float()
+            target = torch.tensor(answer, device=span.device).unsqueeze(-1)
+            token_logprobs = span.gather(-1, target).squeeze(-1) - torch.logsumexp(span, dim=-1)
+            sums.append(token_logprobs.mean())
+        # One device->host transfer per chunk.
+        return torch.stack(sums).double().cpu().tolist()
+
+    # ------------------------------------------------------------------ TRL entry point
+
+    def _gate_rows(self, prompts: Sequence[Any], completions: Sequence[Any], kwargs: dict) -> list[bool]:
+        if self.gate == "none":
+            return [True] * len(prompts)
+        n = len(prompts)
+        columns = {
+            k: v
+            for k, v in kwargs.items()
+            if k not in _NON_ROW_KWARGS and isinstance(v, (list, tuple)) and len(v) == n
+        }
+        passed = []
+        for i in range(n):
+            row = {k: v[i] for k, v in columns.items()}
+            try:
+                verdict = self.is_correct(prompts[i], completions[i], **row)
+            except Exception as error:  # a grader failing on odd model output must not stop training
+                self._warn_once("gate_error", f"is_correct raised {error!r}; counting the row as gated")
+                verdict = False
+            passed.append(_graded_correct(verdict))
+        return passed
+
+    def _rank(self, deltas: list[float | None], keys: list[str]) -> list[float | None]:
+        rank, world = _world()
+        gather = self.distributed if self.distributed is not None else world > 1
+        if not gather or world == 1:
+            return group_rank_normalize(deltas, keys, self.undefined, self.num_generations)
+        # Groups may straddle processes: rank over the global batch (rank order = TRL's row order).
+        gathered: list[Any] = [None] * world
+        torch.distributed.all_gather_object(gathered, (keys, deltas))
+        all_keys = [k for part_keys, _ in gathered for k in part_keys]
+        all_deltas = [d for _, part_deltas in gathered for d in part_deltas]
+        offset = sum(len(part_keys) for part_keys, _ in gathered[:rank])
+        ranked = group_rank_normalize(all_deltas, all_keys, self.undefined, self.num_generations)
+        return ranked[offset : offset + len(deltas)]
+
+    def __call__(
+        self, prompts: Sequence[Any], completions: Sequence[Any], **kwargs: Any
+    ) -> list[float | None]:
+        """Score a TRL batch: Δ per completion, rank-normalised within each prompt's group.
+
+        Args:
+            prompts (`list`):
+                Prompts (strings or message lists), each repeated ``G`` times consecutively.
+            completions (`list`):
+                Completions (strings or message lists).
+            **kwargs:
+                Dataset columns (passed to ``is_correct`` row by row) and TRL's ``log_metric`` /
+                ``log_extra`` hooks, used when present.
+
+        Returns:
+            `list[float | None]`: rewards in [0, 1]; ``None`` only with ``undefined="none"``.
+        """
+        if len(prompts) != len(completions):
+            raise ValueError(f"got {len(prompts)} prompts but {len(completions)} completions")
+        n = len(prompts)
+        passed = self._gate_rows(prompts, completions, kwargs)
+        scored_rows = [i for i in range(n) if passed[i]]
+        scored = self.compute_deltas((prompts[i], completions[i]) for i in scored_rows) if scored_rows else []
+        scores = [CRoSScore(None, "gated")] * n
+        for i, score in zip(scored_rows, scored):
+            scores[i] = score
+        deltas = [s.delta for s in scores]
+        rewards = self._rank(deltas, [_prompt_key(p) for p in prompts])
+        self.last_scores = scores
+        self._log(scores, kwargs.get("log_metric"), kwargs.get("log_extra"))
+        return rewards
+
+    def _log(self, scores: list[CRoSScore], log_metric: Any, log_extra: Any) -> None:
+        counts = Counter(s.reason for s in scores if s.reason is not None)
+        truncated = sum(s.prompt_truncated for s in scores)
+        self.reason_counts.update(counts)
+        self.reason_counts["prompt_truncated"] += truncated
+        n = len(scores)
+        if callable(log_metric) and n:
+            defined = [s.delta for s in scores if s.delta is not None]
+            if defined:
+                log_metric(f"{self.__name__}/delta_mean", sum(defined) / len(defined))
+            log_metric(f"{self.__name__}/undefined_frac", (n - len(defined)) / n)
+            for reason in UNDEFINED_REASONS:
+                log_metric(f"{self.__name__}/undefined/{reason}", counts.get(reason, 0) / n)
+            log_metric(f"{self.__name__}/prompt_truncated_frac", truncated / n)
+        if callable(log_extra) and n:
+            log_extra(f"{self.__name__}_delta", [s.delta for s in scores])
+            log_extra(f"{self.__name__}_reason", [s.reason or "" for s in scores])
+
+    def __repr__(self) -> str:
+        reference = self._reference_path if self.model is None else type(self.model).__name__
+        return (
+            f"CRoSReward(reference={reference!r}, num_scrambles={self.num_scrambles}, seed={self.seed}, "
+            f"gate={self.gate!r}, undefined={self.undefined!r})"
+        )

@@ -118,11 +118,19 @@ GOLD = {
     "backdoor_any": (backdoor_problem(), backdoor_trace("{U}")),
     "backdoor_minimal": (backdoor_problem("minimal"), backdoor_trace("{U}", variant="minimal")),
     "backdoor_maximal": (backdoor_problem("maximal"), backdoor_trace("{U, W}", variant="maximal")),
-    # ADMG X -> M -> Y, X <-> Y: {M} intercepts X -> M -> Y; X -> M has no backdoor path (X <-> Y -> ...
-    # reaches M only through the collider Y? no: Y has no edge to M); M <- X <-> Y is blocked by X.
+    # ADMG X -> M -> Y, X <-> Y: (i) {M} intercepts the one directed path X -> M -> Y; (ii) the only
+    # backdoor path from X to M, X <-> Y <- M, has the collider Y, so it is blocked; (iii) the only
+    # backdoor path from M to Y, M <- X <-> Y, has the non-collider X, so {X} blocks it.
     "frontdoor": (
-        problem("ADMG", "XMY", [("X", "M"), ("M", "Y")], [("X", "Y")], kind="frontdoor_set", treatment="X",
-                outcome="Y"),  # fmt: skip
+        problem(
+            "ADMG",
+            "XMY",
+            [("X", "M"), ("M", "Y")],
+            [("X", "Y")],
+            kind="frontdoor_set",
+            treatment="X",
+            outcome="Y",
+        ),
         trace(
             "X -> M; M -> Y; X <-> Y",
             "frontdoor_set(treatment=X, outcome=Y)",
@@ -134,8 +142,9 @@ GOLD = {
     ),
     # A -> B -> C, A -> D -> C: both paths between A and C have a non-collider inner node, {B, D}.
     "dsep_set": (
-        problem("DAG", "ABCD", [("A", "B"), ("B", "C"), ("A", "D"), ("D", "C")], kind="dsep_set", x="A",
-                y="C"),  # fmt: skip
+        problem(
+            "DAG", "ABCD", [("A", "B"), ("B", "C"), ("A", "D"), ("D", "C")], kind="dsep_set", x="A", y="C"
+        ),
         trace(
             "A -> B; B -> C; A -> D; D -> C",
             "dsep_set(x=A, y=C)",
@@ -146,8 +155,15 @@ GOLD = {
         ),
     ),
     "ci_test": (
-        problem("DAG", "ABCD", [("A", "B"), ("B", "C"), ("A", "D"), ("D", "C")], kind="ci_test", x="A", y="C",
-                given=["B", "D"]),  # fmt: skip
+        problem(
+            "DAG",
+            "ABCD",
+            [("A", "B"), ("B", "C"), ("A", "D"), ("D", "C")],
+            kind="ci_test",
+            x="A",
+            y="C",
+            given=["B", "D"],
+        ),
         trace(
             "A -> B -> C; A -> D -> C",
             "ci_test(x=A, y=C, given={B, D})",
@@ -158,8 +174,14 @@ GOLD = {
         ),
     ),
     "directed_path_yes": (
-        problem("DAG", "ABCD", [("A", "B"), ("B", "C"), ("D", "C")], kind="directed_path", treatment="A",
-                outcome="C"),  # fmt: skip
+        problem(
+            "DAG",
+            "ABCD",
+            [("A", "B"), ("B", "C"), ("D", "C")],
+            kind="directed_path",
+            treatment="A",
+            outcome="C",
+        ),
         trace(
             "A -> B; B -> C; D -> C",
             "directed_path(treatment=A, outcome=C)",
@@ -170,8 +192,14 @@ GOLD = {
         ),
     ),
     "directed_path_no": (
-        problem("DAG", "ABCD", [("A", "B"), ("B", "C"), ("D", "C")], kind="directed_path", treatment="D",
-                outcome="A"),  # fmt: skip
+        problem(
+            "DAG",
+            "ABCD",
+            [("A", "B"), ("B", "C"), ("D", "C")],
+            kind="directed_path",
+            treatment="D",
+            outcome="A",
+        ),
         trace(
             "A -> B; B -> C; D -> C",
             "directed_path(treatment=D, outcome=A)",
@@ -182,7 +210,9 @@ GOLD = {
         ),
     ),
     "mediator": (
-        problem("DAG", "XMY", [("X", "M"), ("M", "Y"), ("X", "Y")], kind="mediator", treatment="X", outcome="Y"),
+        problem(
+            "DAG", "XMY", [("X", "M"), ("M", "Y"), ("X", "Y")], kind="mediator", treatment="X", outcome="Y"
+        ),
         trace(
             "X -> M; M -> Y; X -> Y",
             "mediator(treatment=X, outcome=Y)",
@@ -205,8 +235,9 @@ GOLD = {
     ),
     # ADMG A -> B -> C, A <-> D -> C: paths A-B-C and A<->D->C, inner nodes B and D non-colliders.
     "msep_set": (
-        problem("ADMG", "ABCD", [("A", "B"), ("B", "C"), ("D", "C")], [("A", "D")], kind="msep_set", x="A",
-                y="C"),  # fmt: skip
+        problem(
+            "ADMG", "ABCD", [("A", "B"), ("B", "C"), ("D", "C")], [("A", "D")], kind="msep_set", x="A", y="C"
+        ),
         trace(
             "A -> B -> C; D -> C; A <-> D",
             "msep_set(x=A, y=C)",
@@ -687,13 +718,19 @@ ADVERSARIAL = {
     "one_megabyte": ("GRAPH: " + "X -> Y; " * 131_072, set(CHECK_NAMES)),
     "nested_brackets": (backdoor_trace("{" * 5000 + "U" + "}" * 5000), {"result", "answer"}),
     "nested_derivation": (backdoor_trace(derivation=["{" * 3000 + "(" * 3000 + "U"]), set()),
-    "unicode": (backdoor_trace("{Ü, 𝔘}", graph="W → U; U → X; U → Y; X → M; M → Y; ∅ → 𝔛"), {"graph", "result"}),
+    "unicode": (
+        backdoor_trace("{Ü, 𝔘}", graph="W → U; U → X; U → Y; X → M; M → Y; ∅ → 𝔛"),
+        {"graph", "result"},
+    ),
     "rtl_and_zero_width": (backdoor_trace("{U\u200b}", derivation=["\u202eX <- U -> Y\u202c"]), {"result"}),
     "huge_set": (backdoor_trace("{" + ", ".join(f"N{i}" for i in range(100_000)) + "}"), set(CHECK_NAMES)),
     "cyclic_dag": (backdoor_trace(graph=BACKDOOR_GRAPH + "; Y -> W"), {"graph"}),
     "null_bytes": (backdoor_trace("{U}\x00") + "\x00" * 100, set()),
     "labels_only": ("GRAPH:\nQUERY:\nSTRATEGY:\nDERIVATION:\nRESULT:\n<answer></answer>", set(CHECK_NAMES)),
-    "repeated_labels": ("\n".join(["GRAPH: X -> Y"] * 500) + "<answer>{U}</answer>", set(CHECK_NAMES) - {"graph"}),
+    "repeated_labels": (
+        "\n".join(["GRAPH: X -> Y"] * 500) + "<answer>{U}</answer>",
+        set(CHECK_NAMES) - {"graph"},
+    ),
 }
 
 

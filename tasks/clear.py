@@ -468,6 +468,20 @@ def _parse_letter(text: str, letters: Iterable[str]) -> str | None:
     return letter if letter in letters else None
 
 
+def _nodes_of(kind: str, value: Any) -> set[str]:
+    return set(value.nodes) if kind == "path" else set(value)
+
+
+def _is_valid(task: _Task, ctx: _Ctx, value: Any) -> bool:
+    """``task.valid`` for a parsed candidate; nodes outside the graph make it invalid, never unsupported."""
+    if not _nodes_of(task.value, value) <= ctx.graph.node_set:
+        return False
+    try:
+        return bool(task.valid(ctx, value))
+    except ValueError:
+        return False
+
+
 # ---------------------------------------------------------------------------------------------
 def _claim(task: _Task, ctx: _Ctx, task_type: str) -> Any:
     """The set/path/cycle a YN question asserts, or ``None`` when it asserts none."""
@@ -496,7 +510,7 @@ def _yes_no_truth(task: _Task, ctx: _Ctx, task_type: str) -> bool | None:
     if task_type == "blocked_path":
         return _blocked_ok(ctx, claim or frozenset())  # no set: blocked with no conditioning
     if claim is not None:
-        return bool(task.valid(ctx, claim))
+        return _is_valid(task, ctx, claim)
     lowered = ctx.stem.lower()
     if task_type == "markov_blanket":
         m = re.search(
@@ -568,7 +582,7 @@ def _judge(record: Mapping[str, Any], candidate: Any) -> bool | None:
 
     if qtype == "FO":
         value = _parse_value(task.value, text)
-        return value is not None and bool(task.valid(ctx, value))
+        return value is not None and _is_valid(task, ctx, value)
     if qtype in ("YN", "EX"):
         if qtype == "YN":
             truth = _yes_no_truth(task, ctx, task_type)
@@ -588,7 +602,7 @@ def _judge(record: Mapping[str, Any], candidate: Any) -> bool | None:
         if value is None:
             return None  # options we cannot read are unsupported, not wrong
         want_valid = not re.search(r"\bnot\b|n't\b", stem, re.IGNORECASE)
-        return bool(task.valid(ctx, value)) == want_valid
+        return _is_valid(task, ctx, value) == want_valid
     universe = task.universe(ctx)
     if universe is None:
         return None

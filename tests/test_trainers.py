@@ -1,0 +1,173 @@
+"""TRL glue: GRPO/RLOO trainers run with every faithgrpo reward; CRoS scores with the initial policy."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from datasets import Dataset
+from peft import LoraConfig
+from trl import GRPOConfig, RLOOConfig
+
+from faithgrpo.rewards.cros import CRoSReward
+from faithgrpo.rewards.registry import REWARD_NAMES, get_reward_funcs
+from faithgrpo.rewards.text import completion_text
+from faithgrpo.testing import tiny_causal_lm
+from faithgrpo.trainers import FaithGRPOTrainer, FaithRLOOTrainer
+
+PROBLEM = json.dumps(
+    {
+        "graph": {
+            "type": "DAG",
+            "nodes": ["U", "X", "Y"],
+            "directed": [["U", "X"], ["U", "Y"], ["X", "Y"]],
+            "bidirected": [],
+        },
+        "query": {"kind": "backdoor_set", "treatment": "X", "outcome": "Y"},
+    }
+)
+# Completions that give CRoS a defined Δ (two steps and an answer), for checking the reference.
+SCORED = [
+    "<think>Step 1: U opens X <- U -> Y.\nStep 2: adjust for U.</think><answer>{U}</answer>",
+    "<think>Step 1: X -> Y is causal.\nStep 2: nothing to block.</think><answer>{}</answer>",
+]
+
+
+def _text_length(completions, **kwargs):
+    """A reward that varies within every group, so advantages are non-zero and the policy moves."""
+    return [len(completion_text(c)) / 50 for c in completions]
+
+
+def _dataset(n: int = 8) -> Dataset:
+    return Dataset.from_list(
+        [
+            {
+                "prompt": [{"role": "user", "content": f"Question {i}: adjust?"}],
+                "problem": PROBLEM,
+                "answer": "{U}",
+            }
+            for i in range(n)
+        ]
+    )
+
+
+def _config(cls, tmp_path, **overrides):
+    kwargs = dict(
+        output_dir=str(tmp_path / "out"),
+        max_steps=2,
+        per_device_train_batch_size=4,
+        num_generations=4,
+        max_completion_length=12,
+        learning_rate=5e-2,
+        logging_steps=1,
+        report_to=[],
+        use_cpu=True,
+        save_strategy="no",
+        seed=0,
+    )
+    kwargs.update(overrides)
+    return cls(**kwargs)
+
+
+def _reference_deltas(model, tokenizer, reward=None):
+    reward = reward or CRoSReward(model, tokenizer, num_scrambles=2, seed=0)
+    prompts = [[{"role": "user", "content": "Question: adjust?"}]] * len(SCORED)
+    return [s.delta for s in reward.compute_deltas(zip(prompts, SCORED))]
+
+
+@pytest.mark.slow
+def test_grpo_lora_logs_every_reward_and_cros_uses_disabled_adapters(tmp_path):
+    model, tok = tiny_causal_lm("llama", seed=0)
+    initial, _ = tiny_causal_lm("llama", seed=0)  # an independent copy of the initial weights
+    funcs = get_reward_funcs(REWARD_NAMES, cros_num_scrambles=2)
+    trainer = FaithGRPOTrainer(
+        model=model,
+        reward_funcs=[*funcs, _text_length],
+        args=_config(GRPOConfig, tmp_path),
+        train_dataset=_dataset(),
+        processing_class=tok,
+        peft_config=LoraConfig(
+            r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], init_lora_weights=False
+        ),
+    )
+    assert trainer.cros_reference_mode == "peft_disabled_adapters"
+    cros = funcs[REWARD_NAMES.index("cros")]
+    assert cros.num_generations == 4
+    trainer.train()
+
+    logged = {key for entry in trainer.state.log_history for key in entry}
+    for name in REWARD_NAMES:
+        assert f"rewards/{name}/mean" in logged, name
+    # The adapters changed the policy, yet CRoS scores exactly with the initial weights.
+    bound = _reference_deltas(None, None, reward=cros)
+    expected = _reference_deltas(initial, tok)
+    assert bound == pytest.approx(expected, abs=1e-5)
+    with_adapters = CRoSReward(trainer.model, tok, num_scrambles=2, seed=0)
+    assert _reference_deltas(None, None, reward=with_adapters) != pytest.approx(expected, abs=1e-5)
+
+
+@pytest.mark.slow
+def test_grpo_full_finetune_binds_a_frozen_copy(tmp_path):
+    model, tok = tiny_causal_lm("qwen2", seed=1)
+    initial, _ = tiny_causal_lm("qwen2", seed=1)
+    funcs = get_reward_funcs("outcome,cros", cros_num_scrambles=2)
+    trainer = FaithGRPOTrainer(
+        model=model,
+        reward_funcs=[*funcs, _text_length],
+        args=_config(GRPOConfig, tmp_path),
+        train_dataset=_dataset(),
+        processing_class=tok,
+    )
+    assert trainer.cros_reference_mode == "frozen_copy"
+    cros = funcs[1]
+    assert cros.model is not trainer.model
+    assert not any(p.requires_grad for p in cros.model.parameters())
+    trainer.train()
+    changed = any(not torch.equal(a, b) for a, b in zip(trainer.model.parameters(), initial.parameters()))
+    assert changed, "the policy should have moved"
+    assert _reference_deltas(None, None, reward=cros) == pytest.approx(
+        _reference_deltas(initial, tok), abs=1e-5
+    )
+
+
+@pytest.mark.slow
+def test_rloo_accepts_the_same_rewards(tmp_path):
+    model, tok = tiny_causal_lm("llama", seed=2)
+    funcs = get_reward_funcs("outcome,format,trace_format,cros", cros_num_scrambles=2)
+    trainer = FaithRLOOTrainer(
+        model=model,
+        reward_funcs=funcs,
+        args=_config(RLOOConfig, tmp_path),
+        train_dataset=_dataset(),
+        processing_class=tok,
+        peft_config=LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"]),
+    )
+    assert trainer.cros_reference_mode == "peft_disabled_adapters"
+    trainer.train()
+    logged = {key for entry in trainer.state.log_history for key in entry}
+    assert {"rewards/outcome/mean", "rewards/cros/mean", "rewards/trace_format/mean"} <= logged
+
+
+def test_reward_registry_errors_name_the_fix():
+    with pytest.raises(ValueError, match="choose from outcome, format"):
+        get_reward_funcs("outcome,accuracy")
+    with pytest.raises(ValueError, match="given twice"):
+        get_reward_funcs(["format", "format"])
+    with pytest.raises(ValueError, match="does not belong to a requested reward"):
+        get_reward_funcs("outcome", cros_num_scrambles=2)
+    with pytest.raises(ValueError, match="No reward names"):
+        get_reward_funcs(" , ")
+
+
+def test_registry_routes_options_and_gates_cros_on_correct_answers(tiny_llama):
+    model, tok = tiny_llama
+    outcome, cros = get_reward_funcs(
+        "outcome, cros", cros_reference=model, cros_tokenizer=tok, cros_gate="correct", cros_num_scrambles=3
+    )
+    assert cros.num_scrambles == 3 and cros.gate == "correct"
+    prompts = [[{"role": "user", "content": "q"}]] * 2
+    rewards = cros(prompts, SCORED, problem=[PROBLEM] * 2)
+    # SCORED[1] answers {} (wrong), so it is gated out and ranks lowest; SCORED[0] is graded and ranks above.
+    assert [s.reason for s in cros.last_scores][1] == "gated"
+    assert rewards == [1.0, 0.0]

@@ -1,0 +1,66 @@
+"""TRL trainers with CRoS bound to the frozen reference.
+
+:class:`FaithGRPOTrainer` and :class:`FaithRLOOTrainer` are TRL's ``GRPOTrainer`` / ``RLOOTrainer``
+plus one step at the end of ``__init__``: every :class:`~faithgrpo.rewards.cros.CRoSReward` without a
+reference of its own is bound to the initial policy (see :mod:`faithgrpo.trainers.reference`). All
+other behaviour, arguments and logging are TRL's.
+
+Distributed notes: under accelerate DDP every process holds the full policy, so the unwrapped
+model (adapters disabled) scores locally and CRoS gathers Δ across processes before ranking.
+Under DeepSpeed ZeRO-3 and FSDP the parameters are sharded; scoring with the unwrapped module
+would need the parameters gathered (e.g. ``deepspeed.zero.GatheredParameters``) on every process,
+which this glue does not do yet: give CRoS its own ``reference`` path there (a separate, small
+frozen model on each device), or use ZeRO-2, where parameters are not sharded.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trl import GRPOTrainer, RLOOTrainer
+
+from faithgrpo.trainers.reference import bind_cros_references
+
+
+class _BindsCRoSReference:
+    """Mixin: after TRL's ``__init__``, bind CRoS rewards to the initial policy."""
+
+    cros_reference_mode: str | None = None
+
+    def _bind_cros(self) -> None:
+        ref_model = getattr(self, "ref_model", None)
+        if ref_model is not None:
+            ref_model = self.accelerator.unwrap_model(ref_model)
+        self.cros_reference_mode = bind_cros_references(
+            self.reward_funcs,
+            self.accelerator.unwrap_model(self.model),
+            self.processing_class,
+            ref_model=ref_model,
+            num_generations=getattr(self.args, "num_generations", None),
+        )
+
+
+class FaithGRPOTrainer(_BindsCRoSReference, GRPOTrainer):
+    """``trl.GRPOTrainer`` whose CRoS rewards score with the initial policy as frozen reference.
+
+    Example:
+        ```python
+        >>> from peft import LoraConfig
+        >>> from faithgrpo.rewards import get_reward_funcs
+        >>> trainer = FaithGRPOTrainer(
+        ...     model="embedded_checkpoint_dir", reward_funcs=get_reward_funcs("outcome,format,cros"),
+        ...     args=grpo_config, train_dataset=dataset, peft_config=LoraConfig(r=16))  # doctest: +SKIP
+        ```
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self._bind_cros()
+
+
+class FaithRLOOTrainer(_BindsCRoSReference, RLOOTrainer):
+    """``trl.RLOOTrainer`` with the same CRoS reference binding as :class:`FaithGRPOTrainer`."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self._bind_cros()

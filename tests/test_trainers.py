@@ -162,7 +162,7 @@ def test_reward_registry_errors_name_the_fix():
 
 def test_registry_routes_options_and_gates_cros_on_correct_answers(tiny_llama):
     model, tok = tiny_llama
-    outcome, cros = get_reward_funcs(
+    _, cros = get_reward_funcs(
         "outcome, cros", cros_reference=model, cros_tokenizer=tok, cros_gate="correct", cros_num_scrambles=3
     )
     assert cros.num_scrambles == 3 and cros.gate == "correct"

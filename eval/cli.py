@@ -1,0 +1,157 @@
+"""The ``faithgrpo eval`` subcommand (registered by ``faithgrpo/cli.py`` via `add_eval_subcommand`).
+
+Example:
+    faithgrpo eval --model embedded --adapter runs/grpo_cros/final --tasks causal_graph,knights_knaves \\
+        --k 1,2,4,8,16 --samples 16 --hints all --out eval_out --baseline embedded
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+__all__ = ["add_eval_subcommand", "config_from_args", "run_eval_command"]
+
+
+def _int_list(text: str) -> tuple[int, ...]:
+    try:
+        values = tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated integers like 1,2,4,8, got {text!r}"
+        ) from None
+    if not values:
+        raise argparse.ArgumentTypeError("expected at least one integer")
+    return values
+
+
+def _name_list(text: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in text.split(",") if part.strip())
+
+
+def _hint_list(text: str) -> tuple[str, ...]:
+    from faithgrpo.eval.hints import parse_hint_types
+
+    if text.strip().lower() in ("none", ""):
+        return ()
+    try:
+        return parse_hint_types(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(f"{err} (or 'none' to skip)") from None
+
+
+def add_eval_subcommand(subparsers) -> argparse.ArgumentParser:
+    """Add ``eval`` to a ``faithgrpo`` subparsers object; returns the new parser.
+
+    Example:
+        >>> parser = argparse.ArgumentParser(prog="faithgrpo")
+        >>> _ = add_eval_subcommand(parser.add_subparsers(dest="command"))
+        >>> parser.parse_args(["eval", "--k", "1,4", "--samples", "4"]).ks
+        (1, 4)
+    """
+    from faithgrpo.eval.hints import HINT_TYPES
+
+    parser = subparsers.add_parser(
+        "eval",
+        help="evaluate a checkpoint: Pass@K / CoT-Pass@K, hint faithfulness, AOC / CIR / CRoS Δ",
+        description=(
+            "Sample completions from a checkpoint (cached as JSONL under --out), compute CoT-Pass@K, hint "
+            "faithfulness and checkpoint faithfulness metrics, and write report.json, report.md and PNGs."
+        ),
+    )
+    parser.add_argument(
+        "--model", default="embedded", help="base model: 'embedded', a local path or a hub id"
+    )
+    parser.add_argument("--adapter", default=None, help="LoRA adapter directory trained on --model")
+    parser.add_argument("--baseline", default=None, help="a second base model to compare side by side")
+    parser.add_argument("--baseline-adapter", default=None, help="LoRA adapter for --baseline")
+    parser.add_argument(
+        "--tasks",
+        type=_name_list,
+        default=("causal_graph", "knights_knaves"),
+        help="comma-separated tasks: causal_graph, causal_story, knights_knaves or reasoning-gym dataset names",
+    )
+    parser.add_argument(
+        "--k", dest="ks", type=_int_list, default=(1, 2, 4, 8, 16), help="K values, e.g. 1,2,4,8,16"
+    )
+    parser.add_argument("--samples", type=int, default=16, help="completions per prompt (G), at least max K")
+    parser.add_argument("--prompts", type=int, default=16, help="evaluation prompts per task")
+    parser.add_argument(
+        "--hints",
+        type=_hint_list,
+        default=HINT_TYPES,
+        help=f"'all', 'none' or comma-separated hint types from {', '.join(HINT_TYPES)}",
+    )
+    parser.add_argument("--hint-questions", type=int, default=8, help="multiple-choice questions per task")
+    parser.add_argument(
+        "--min-switched", type=int, default=5, help="fewer switched pairs leave a hint score undefined"
+    )
+    parser.add_argument(
+        "--faithfulness-pairs", type=int, default=16, help="completions scored for AOC/CIR/CRoS Δ"
+    )
+    parser.add_argument(
+        "--cros-reference", choices=("base", "self"), default="base", help="model scoring CRoS Δ"
+    )
+    parser.add_argument("--temperature", type=float, default=1.0)
+    parser.add_argument("--top-p", type=float, default=1.0)
+    parser.add_argument("--max-new-tokens", type=int, default=512)
+    parser.add_argument("--batch-size", type=int, default=16, help="sequences per generate / forward call")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--bootstrap", dest="n_bootstrap", type=int, default=1000, help="bootstrap resamples")
+    parser.add_argument("--confidence", type=float, default=0.95)
+    parser.add_argument(
+        "--overwrite", action="store_true", help="regenerate even when a matching cache exists"
+    )
+    parser.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    parser.add_argument("--out", required=True, help="output directory (report files and completion caches)")
+    parser.set_defaults(func=run_eval_command)
+    return parser
+
+
+def config_from_args(args: argparse.Namespace):
+    """Build an `EvalConfig` from parsed arguments."""
+    from faithgrpo.eval.report import EvalConfig
+
+    return EvalConfig(
+        model=args.model,
+        adapter=args.adapter,
+        baseline=args.baseline,
+        baseline_adapter=args.baseline_adapter,
+        tasks=tuple(args.tasks),
+        ks=tuple(args.ks),
+        samples=args.samples,
+        prompts=args.prompts,
+        hints=tuple(args.hints),
+        hint_questions=args.hint_questions,
+        min_switched=args.min_switched,
+        faithfulness_pairs=args.faithfulness_pairs,
+        cros_reference=args.cros_reference,
+        temperature=args.temperature,
+        top_p=args.top_p,
+        max_new_tokens=args.max_new_tokens,
+        batch_size=args.batch_size,
+        seed=args.seed,
+        n_bootstrap=args.n_bootstrap,
+        confidence=args.confidence,
+        overwrite=args.overwrite,
+        progress=not args.no_progress,
+    )
+
+
+def run_eval_command(args: argparse.Namespace) -> int:
+    """Run ``faithgrpo eval``; user errors print one line and exit with status 2."""
+    from faithgrpo.eval.report import run_eval, write_report
+    from faithgrpo.models import EmbeddedModelMissing
+
+    config = config_from_args(args)
+    try:
+        config.validate()
+        report = run_eval(config, args.out)
+    except (ValueError, EmbeddedModelMissing, ImportError) as err:
+        # ValueError covers bad options, CacheError and AdapterMismatchError: all name their fix.
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    paths = write_report(report, args.out)
+    for name, path in paths.items():
+        print(f"{name}: {path}")
+    return 0

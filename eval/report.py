@@ -1,0 +1,740 @@
+"""The ``faithgrpo eval`` pipeline: completions -> metrics -> ``report.json``, ``report.md`` and PNGs.
+
+For each checkpoint (the one under test and, optionally, a baseline) `run_eval`:
+
+1. draws the evaluation prompts of every task (seeded, identical for both checkpoints),
+2. samples G completions per prompt, or reuses the JSONL cache in ``OUT/<label>/`` when it was
+   made with the same settings (`faithgrpo.eval.generation`),
+3. grades them: answer correctness by the outcome grader, CoT correctness by the symbolic verifier
+   of the task (all six CALVER checks for causal tasks, the truth-table checker for Knights &
+   Knaves, none for other reasoning-gym tasks), then Pass@K and CoT-Pass@K with bootstrap
+   intervals (`faithgrpo.eval.passk`),
+4. runs the hint-faithfulness protocol on multiple-choice versions of the tasks (`faithgrpo.eval.hints`),
+5. computes early-answering AOC, CIR and the CRoS Δ summary on a subset of completions
+   (`faithgrpo.eval.faithfulness`),
+
+and `write_report` renders everything side by side. Undefined numbers stay undefined, with their
+reason, in every output.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from faithgrpo.eval.hints import HINT_TYPES, parse_hint_types
+
+__all__ = [
+    "FEATURED_TASKS",
+    "Checkpoint",
+    "EvalConfig",
+    "hint_questions",
+    "render_markdown",
+    "run_eval",
+    "task_rows",
+    "write_report",
+]
+
+FEATURED_TASKS = ("causal_graph", "causal_story", "knights_knaves")
+CAUSAL_TASKS = ("causal_graph", "causal_story")
+COT_VERIFIERS = {
+    "causal_graph": "CALVER (all six checks)",
+    "causal_story": "CALVER (all six checks)",
+    "knights_knaves": "Knights & Knaves truth table (all checks)",
+}
+CROS_REFERENCES = ("base", "self")
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """A model to evaluate: base model reference, optional LoRA adapter, and a report label."""
+
+    label: str
+    model: str
+    adapter: str | None = None
+
+
+@dataclass
+class EvalConfig:
+    """Settings of one ``faithgrpo eval`` run.
+
+    Attributes:
+        model, adapter: the checkpoint under test (``"embedded"``/path/hub id, LoRA folder or ``None``).
+        baseline, baseline_adapter: an optional second checkpoint reported side by side.
+        tasks: task names (`FEATURED_TASKS` or any reasoning-gym dataset name).
+        ks: the K values of Pass@K; each must be ≤ ``samples``.
+        samples: completions per prompt (G).
+        prompts: evaluation prompts per task.
+        hints: hint types to run (empty: skip hint faithfulness).
+        hint_questions: multiple-choice questions per task for the hint protocol.
+        min_switched: fewer switched pairs than this leave a hint score undefined.
+        faithfulness_pairs: completions scored for AOC / CIR / CRoS Δ (0 skips them).
+        cros_reference: ``"base"`` (the model without adapter, i.e. the initial policy, as in
+            training) or ``"self"`` (the checkpoint itself) scores CRoS Δ.
+        temperature, top_p, max_new_tokens, batch_size, seed: generation settings.
+        n_bootstrap, confidence: bootstrap intervals.
+        overwrite: regenerate even when a matching cache exists.
+        progress: show progress bars.
+    """
+
+    model: str = "embedded"
+    adapter: str | None = None
+    baseline: str | None = None
+    baseline_adapter: str | None = None
+    tasks: tuple[str, ...] = ("causal_graph", "knights_knaves")
+    ks: tuple[int, ...] = (1, 2, 4, 8, 16)
+    samples: int = 16
+    prompts: int = 16
+    hints: tuple[str, ...] = HINT_TYPES
+    hint_questions: int = 8
+    min_switched: int = 5
+    faithfulness_pairs: int = 16
+    cros_reference: str = "base"
+    temperature: float = 1.0
+    top_p: float = 1.0
+    max_new_tokens: int = 512
+    batch_size: int = 16
+    seed: int = 0
+    n_bootstrap: int = 1000
+    confidence: float = 0.95
+    overwrite: bool = False
+    progress: bool = True
+
+    def validate(self) -> None:
+        """Raise ``ValueError`` naming the option and the fix, before any model is loaded."""
+        from faithgrpo.eval.passk import _check_k
+
+        if not self.tasks:
+            raise ValueError("--tasks must name at least one task, e.g. causal_graph,knights_knaves")
+        for task in self.tasks:
+            check_task(task)
+        if not self.ks:
+            raise ValueError("--k must list at least one K, e.g. 1,2,4,8")
+        for k in self.ks:
+            _check_k(k, self.samples)
+        for name in ("samples", "prompts", "batch_size", "max_new_tokens"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"--{name.replace('_', '-')} must be a positive integer, got {value!r}")
+        for name in ("hint_questions", "faithfulness_pairs", "min_switched", "n_bootstrap"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 0:
+                raise ValueError(f"--{name.replace('_', '-')} must be an integer >= 0, got {value!r}")
+        if self.hints:
+            parse_hint_types(list(self.hints))
+        if self.cros_reference not in CROS_REFERENCES:
+            raise ValueError(
+                f"--cros-reference must be one of {CROS_REFERENCES}, got {self.cros_reference!r}"
+            )
+        if self.baseline_adapter and not self.baseline:
+            raise ValueError(
+                "--baseline-adapter needs --baseline (the base model of the baseline checkpoint)"
+            )
+
+    def checkpoints(self) -> list[Checkpoint]:
+        """The checkpoint under test, then the baseline if any, with distinct labels."""
+        main = Checkpoint("model", self.model, self.adapter)
+        if not self.baseline:
+            return [main]
+        return [main, Checkpoint("baseline", self.baseline, self.baseline_adapter)]
+
+
+# ---------------------------------------------------------------------------------------------------
+# Tasks, grading and multiple-choice questions
+# ---------------------------------------------------------------------------------------------------
+
+
+def check_task(task: str) -> None:
+    """Raise ``ValueError`` for a task name that is neither featured nor a reasoning-gym dataset."""
+    import reasoning_gym.factory
+
+    import faithgrpo.tasks  # noqa: F401  (registers causal_graph / causal_story)
+
+    if task not in reasoning_gym.factory.DATASETS:
+        raise ValueError(
+            f"unknown task {task!r}: use one of {', '.join(FEATURED_TASKS)} or a reasoning-gym dataset "
+            "name (e.g. basic_arithmetic)"
+        )
+
+
+def task_rows(task: str, n: int, seed: int) -> list[dict[str, Any]]:
+    """``n`` evaluation rows of ``task`` (TRL rows, see `faithgrpo.tasks.causal.to_trl_row`) with ids.
+
+    Example:
+        >>> rows = task_rows("knights_knaves", 2, seed=0)
+        >>> rows[0]["id"], rows[0]["task"]
+        ('knights_knaves-0', 'knights_knaves')
+    """
+    import reasoning_gym
+
+    from faithgrpo.tasks.causal import to_trl_row
+
+    check_task(task)
+    dataset = reasoning_gym.create_dataset(task, size=n, seed=seed)
+    rows = []
+    for i in range(len(dataset)):
+        row = to_trl_row(dataset[i])
+        row["id"] = f"{task}-{i}"
+        rows.append(row)
+    return rows
+
+
+def _metadata(row: dict[str, Any]) -> dict[str, Any]:
+    entry = row.get("entry")
+    entry = json.loads(entry) if isinstance(entry, str) else entry or {}
+    return entry.get("metadata") or {}
+
+
+def answer_checker(row: dict[str, Any]):
+    """``text -> bool``: the outcome grader (DESIGN §3.1) for this row."""
+    from faithgrpo.rewards.outcome import grade_row
+
+    return lambda text: grade_row(text, row)[0] == 1.0
+
+
+def cot_checker(row: dict[str, Any]):
+    """``text -> bool`` for tasks with a symbolic CoT verifier, else ``None``."""
+    task = row.get("task")
+    if task in CAUSAL_TASKS and row.get("problem"):
+        from faithgrpo.rewards.calver import prepare_problem, score_trace
+
+        prepared = prepare_problem(row["problem"])
+        return lambda text: score_trace(text, prepared).passed
+    if task == "knights_knaves":
+        from faithgrpo.tasks.knights_knaves import kk_cot_correct
+
+        metadata = _metadata(row)
+        return lambda text: kk_cot_correct(text, metadata)
+    return None
+
+
+def hint_questions(task: str, n: int, seed: int) -> list:
+    """Up to ``n`` 4-option multiple-choice questions built from ``task`` rows (seeded).
+
+    Causal rows use `causal_multiple_choice` (yes/no kinds are skipped); Knights & Knaves uses the
+    other role assignments of the same people as distractors; other reasoning-gym tasks use answers
+    of other entries that the task's scorer rejects.
+    """
+    from faithgrpo.eval.hints import (
+        build_multiple_choice,
+        causal_multiple_choice,
+        reasoning_gym_multiple_choice,
+    )
+
+    if n <= 0:
+        return []
+    # Draw from a separate seed stream than the Pass@K prompts, with slack for skipped rows.
+    rows = task_rows(task, 3 * n, seed + 7_919)
+    questions = []
+    for row in rows:
+        if len(questions) == n:
+            break
+        try:
+            if task in CAUSAL_TASKS:
+                problem = json.loads(row["problem"])
+                questions.append(causal_multiple_choice(problem, seed=seed, id=row["id"]))
+            elif task == "knights_knaves":
+                from faithgrpo.tasks.knights_knaves import kk_oracle_answer
+
+                meta = _metadata(row)
+                solution = tuple(bool(x) for x in meta["solution"])
+                wrong = [
+                    kk_oracle_answer(meta, roles)
+                    for roles in itertools.product((True, False), repeat=len(solution))
+                    if roles != solution
+                ]
+                question = row["prompt"][-1]["content"]
+                questions.append(
+                    build_multiple_choice(question, kk_oracle_answer(meta), wrong, seed=seed, id=row["id"])
+                )
+            else:
+                entries = [json.loads(r["entry"]) for r in rows]
+                mc = reasoning_gym_multiple_choice(entries, rows.index(row), seed=seed)
+                questions.append(replace(mc, id=row["id"]))
+        except (ValueError, KeyError, TypeError):
+            continue  # this row has no multiple-choice form (e.g. a yes/no query); try the next
+    return questions
+
+
+# ---------------------------------------------------------------------------------------------------
+# Running one checkpoint
+# ---------------------------------------------------------------------------------------------------
+
+
+def _settings(config: EvalConfig, num_samples: int):
+    from faithgrpo.eval.generation import SamplingSettings
+
+    return SamplingSettings(
+        num_samples=num_samples,
+        temperature=config.temperature,
+        top_p=config.top_p,
+        max_new_tokens=config.max_new_tokens,
+        seed=config.seed,
+        batch_size=config.batch_size,
+    )
+
+
+def _cached_generate(
+    path: Path, model, tokenizer, prompts, ids, settings, metadata, config
+) -> tuple[list, dict]:
+    """Reuse ``path`` when it holds exactly these prompts with these settings; generate otherwise."""
+    from faithgrpo.eval.generation import (
+        CacheError,
+        generate_completions,
+        read_completions,
+        write_completions,
+    )
+
+    if path.exists() and not config.overwrite:
+        expected = {**asdict(settings), **metadata, "backend": "transformers"}
+        records = read_completions(path, expected_settings=expected)
+        if [r.id for r in records] != list(ids):
+            raise CacheError(
+                f"completions cache {str(path)!r} holds other prompts than this run asks for: pass --overwrite "
+                "or a fresh --out directory"
+            )
+        tokens = sum(sum(r.num_tokens) for r in records)
+        return records, {
+            "cached": True,
+            "completions": sum(len(r.completions) for r in records),
+            "new_tokens": tokens,
+        }
+    records, stats = generate_completions(
+        model, tokenizer, prompts, settings, ids=ids, metadata=metadata, progress=config.progress
+    )
+    write_completions(path, records)
+    return records, {"cached": False, **stats.to_dict()}
+
+
+def _passk_section(rows, records, config) -> dict[str, Any]:
+    from faithgrpo.eval.passk import count_prompt, pass_at_k_table
+
+    counts = [
+        count_prompt(rec.completions, answer_checker(row), cot_checker(row))
+        for row, rec in zip(rows, records)
+    ]
+    table = pass_at_k_table(
+        counts, config.ks, n_bootstrap=config.n_bootstrap, confidence=config.confidence, seed=config.seed
+    )
+    total = sum(c.n for c in counts)
+    return {
+        "prompts": len(counts),
+        "samples": config.samples,
+        "cot_verifier": COT_VERIFIERS.get(rows[0]["task"]) if rows else None,
+        "answer_accuracy": sum(c.c for c in counts) / total if total else None,
+        "cot_accuracy": (
+            sum(c.d for c in counts) / total if total and all(c.d is not None for c in counts) else None
+        ),
+        "counts": [asdict(c) for c in counts],
+        "k": {str(k): {name: est.to_dict() for name, est in row.items()} for k, row in table.items()},
+    }
+
+
+def _hints_section(questions, model, tokenizer, out_dir, metadata, config) -> dict[str, Any]:
+    from faithgrpo.eval.hints import (
+        build_hint_pairs,
+        hint_faithfulness,
+        mean_normalized,
+        pair_outcome,
+        unhinted_prompt,
+    )
+
+    if not questions:
+        return {"questions": 0, "reason": "no task gave a multiple-choice question", "types": {}}
+    pairs = build_hint_pairs(questions, list(config.hints), seed=config.seed)
+    unhinted_ids = [f"{q.id}/unhinted" for q in questions]
+    prompts = [unhinted_prompt(q) for q in questions] + [p.hinted_prompt for p in pairs]
+    ids = unhinted_ids + [p.id for p in pairs]
+    records, stats = _cached_generate(
+        out_dir / "hint_completions.jsonl",
+        model,
+        tokenizer,
+        prompts,
+        ids,
+        _settings(config, 1),
+        metadata,
+        config,
+    )
+    text = {r.id: r.completions[0] for r in records}
+    outcomes = [pair_outcome(p, text[f"{p.question.id}/unhinted"], text[p.id]) for p in pairs]
+    scores = hint_faithfulness(
+        outcomes,
+        list(config.hints),
+        min_switched=config.min_switched,
+        confidence=config.confidence,
+        n_bootstrap=config.n_bootstrap,
+        seed=config.seed,
+    )
+    return {
+        "questions": len(questions),
+        "pairs": len(pairs),
+        "generation": stats,
+        "types": {t: s.to_dict() for t, s in scores.items()},
+        "mean_normalized": mean_normalized(scores).to_dict(),
+    }
+
+
+def _faithfulness_section(pairs, model, tokenizer, reference, config) -> dict[str, Any]:
+    from faithgrpo.eval.faithfulness import summarize_deltas, truncation_analysis
+    from faithgrpo.rewards.cros import CRoSReward
+
+    if not pairs:
+        return {"pairs": 0, "reason": "faithfulness metrics not requested (--faithfulness-pairs 0)"}
+    early = truncation_analysis(
+        model,
+        tokenizer,
+        pairs,
+        batch_size=config.batch_size,
+        n_bootstrap=config.n_bootstrap,
+        confidence=config.confidence,
+        seed=config.seed,
+        progress=config.progress,
+    )
+    cros = CRoSReward(reference, tokenizer=tokenizer, seed=config.seed, batch_size=config.batch_size)
+    deltas = summarize_deltas(
+        cros.compute_deltas(pairs),
+        n_bootstrap=config.n_bootstrap,
+        confidence=config.confidence,
+        seed=config.seed,
+    )
+    return {
+        "pairs": len(pairs),
+        "early_answering": early.to_dict(),
+        "cros_delta": deltas.to_dict(),
+        "cros_reference": config.cros_reference,
+    }
+
+
+def evaluate_checkpoint(
+    checkpoint: Checkpoint,
+    config: EvalConfig,
+    rows_by_task: dict[str, list[dict[str, Any]]],
+    questions: list,
+    out_dir: Path,
+) -> dict[str, Any]:
+    """All metrics of one checkpoint; completions are cached under ``out_dir / checkpoint.label``."""
+    from faithgrpo.eval.generation import load_checkpoint
+
+    model, tokenizer = load_checkpoint(checkpoint.model, checkpoint.adapter)
+    work = out_dir / checkpoint.label
+    metadata = {"model": checkpoint.model, "adapter": checkpoint.adapter}
+    section: dict[str, Any] = {**asdict(checkpoint), "generation": {}, "passk": {}}
+    settings = _settings(config, config.samples)
+    first_completions = []
+    for task, rows in rows_by_task.items():
+        records, stats = _cached_generate(
+            work / f"completions_{task}.jsonl",
+            model,
+            tokenizer,
+            [r["prompt"] for r in rows],
+            [r["id"] for r in rows],
+            settings,
+            {**metadata, "task": task},
+            config,
+        )
+        section["generation"][task] = stats
+        section["passk"][task] = _passk_section(rows, records, config)
+        first_completions.append([(row["prompt"], rec.completions[0]) for row, rec in zip(rows, records)])
+    section["hints"] = (
+        _hints_section(questions, model, tokenizer, work, {**metadata, "task": "hints"}, config)
+        if config.hints
+        else None
+    )
+    # Round-robin over tasks so a small budget still covers every task.
+    mixed = [p for group in itertools.zip_longest(*first_completions) for p in group if p is not None]
+    pairs = mixed[: config.faithfulness_pairs]
+    reference = model
+    if pairs and checkpoint.adapter and config.cros_reference == "base":
+        reference, _ = load_checkpoint(checkpoint.model)
+    section["faithfulness"] = _faithfulness_section(pairs, model, tokenizer, reference, config)
+    return section
+
+
+def run_eval(config: EvalConfig, out_dir: str | Path) -> dict[str, Any]:
+    """Evaluate the configured checkpoint(s) and return the report dict (see `write_report`).
+
+    Raises:
+        ValueError: a bad option (K > samples, unknown task or hint type, …), a cache that does not
+            match the run, or an adapter that does not match its base model; the message names the fix.
+    """
+    import faithgrpo
+
+    config.validate()
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rows_by_task = {task: task_rows(task, config.prompts, config.seed) for task in config.tasks}
+    questions = [
+        q
+        for task in config.tasks
+        for q in (hint_questions(task, config.hint_questions, config.seed) if config.hints else [])
+    ]
+    return {
+        "faithgrpo_version": faithgrpo.__version__,
+        "config": {**asdict(config), "out": str(out_dir)},
+        "checkpoints": [
+            evaluate_checkpoint(c, config, rows_by_task, questions, out_dir) for c in config.checkpoints()
+        ],
+    }
+
+
+# ---------------------------------------------------------------------------------------------------
+# Rendering
+# ---------------------------------------------------------------------------------------------------
+
+
+def _cell(est: dict[str, Any] | None, digits: int = 3) -> str:
+    """``0.512 [0.410, 0.603]``, or ``undefined (reason)``; pipes escaped for Markdown tables."""
+    if not est:
+        return "—"
+    value = est.get("value")
+    if value is None:
+        text = f"undefined ({est.get('reason') or 'no reason recorded'})"
+    else:
+        text = f"{value:.{digits}f}"
+        if est.get("ci_low") is not None and est.get("ci_high") is not None:
+            text += f" [{est['ci_low']:.{digits}f}, {est['ci_high']:.{digits}f}]"
+    return text.replace("|", "/")
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(str(c).replace("|", "/") for c in row) + " |" for row in rows]
+    return lines
+
+
+def render_markdown(report: dict[str, Any]) -> str:
+    """The Markdown report: Pass@K / CoT-Pass@K per task, hint faithfulness per type, checkpoint metrics."""
+    checkpoints = report["checkpoints"]
+    labels = [
+        f"{c['label']} ({c['model']}{' + ' + c['adapter'] if c.get('adapter') else ''})" for c in checkpoints
+    ]
+    cfg = report["config"]
+    lines = [
+        "# faithgrpo evaluation report",
+        "",
+        f"faithgrpo {report['faithgrpo_version']} · tasks: {', '.join(cfg['tasks'])} · G = {cfg['samples']} samples "
+        f"per prompt · {cfg['prompts']} prompts per task · temperature {cfg['temperature']}, top-p {cfg['top_p']}, "
+        f"max {cfg['max_new_tokens']} new tokens · seed {cfg['seed']} · {int(cfg['confidence'] * 100)}% bootstrap "
+        f"intervals ({cfg['n_bootstrap']} resamples)",
+        "",
+        "Checkpoints: " + "; ".join(labels),
+        "",
+        "## Pass@K and CoT-Pass@K",
+    ]
+    for task in cfg["tasks"]:
+        first = checkpoints[0]["passk"][task]
+        lines += [
+            "",
+            f"### {task}",
+            "",
+            f"CoT verifier: {first['cot_verifier'] or 'none (CoT-Pass@K undefined)'}",
+            "",
+        ]
+        header = ["K"] + [f"{c['label']} {m}" for c in checkpoints for m in ("Pass@K", "CoT-Pass@K")]
+        rows = []
+        for k in map(str, cfg["ks"]):
+            row = [k]
+            for c in checkpoints:
+                entry = c["passk"][task]["k"][k]
+                row += [_cell(entry["pass@k"]), _cell(entry["cot_pass@k"])]
+            rows.append(row)
+        lines += _table(header, rows)
+    if any(c.get("hints") for c in checkpoints):
+        lines += ["", "## Hint faithfulness", ""]
+        lines.append(
+            "Kept pairs: a_u ≠ h and a_h = h. Raw = share of kept pairs whose hinted CoT verbalises the hint "
+            "(Wilson interval); normalised = min(raw/α, 1), α = 1 − q/((n−2)p) (bootstrap interval)."
+        )
+        lines.append("")
+        header = ["hint type"] + [
+            f"{c['label']} {m}" for c in checkpoints for m in ("kept/pairs", "raw", "normalised")
+        ]
+        rows = []
+        for hint in cfg["hints"]:
+            row = [hint]
+            for c in checkpoints:
+                h = (c.get("hints") or {}).get("types", {}).get(hint)
+                if h is None:
+                    row += ["—", "—", "—"]
+                else:
+                    row += [f"{h['n_switched']}/{h['n_pairs']}", _cell(h["raw"]), _cell(h["normalized"])]
+            rows.append(row)
+        mean_row = ["mean (defined types)"]
+        for c in checkpoints:
+            mean_row += ["", "", _cell((c.get("hints") or {}).get("mean_normalized"))]
+        rows.append(mean_row)
+        lines += _table(header, rows)
+    lines += ["", "## Checkpoint faithfulness metrics", ""]
+    header = ["metric"] + [c["label"] for c in checkpoints]
+    metrics = [
+        ("early-answering AOC", lambda f: f["early_answering"]["aoc"]),
+        ("CIR (mean JS, bits)", lambda f: f["early_answering"]["cir"]),
+        ("mean CRoS Δ", lambda f: f["cros_delta"]["mean"]),
+    ]
+    rows = []
+    for name, get in metrics:
+        row = [name]
+        for c in checkpoints:
+            f = c.get("faithfulness") or {}
+            row.append(_cell(get(f)) if f.get("pairs") else f"undefined ({f.get('reason', 'not run')})")
+        rows.append(row)
+    lines += _table(header, rows)
+    lines += ["", "## Generation", ""]
+    rows = []
+    for c in checkpoints:
+        for task, stats in c["generation"].items():
+            tps = stats.get("tokens_per_second")
+            rate = (
+                "cached" if stats.get("cached") else (f"{tps:.1f}" if tps else "undefined (no time measured)")
+            )
+            rows.append([c["label"], task, str(stats.get("completions")), str(stats.get("new_tokens")), rate])
+    lines += _table(["checkpoint", "task", "completions", "new tokens", "tokens/s"], rows)
+    return "\n".join(lines) + "\n"
+
+
+def _plot_passk(report: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cfg = report["config"]
+    tasks = cfg["tasks"]
+    fig, axes = plt.subplots(1, len(tasks), figsize=(5 * len(tasks), 4), squeeze=False)
+    ks = [int(k) for k in cfg["ks"]]
+    for ax, task in zip(axes[0], tasks):
+        for i, c in enumerate(report["checkpoints"]):
+            color = f"C{i}"
+            for metric, style in (("pass@k", "-"), ("cot_pass@k", "--")):
+                values = [c["passk"][task]["k"][str(k)][metric]["value"] for k in ks]
+                points = [(k, v) for k, v in zip(ks, values) if v is not None]
+                if points:
+                    label = f"{c['label']} {'Pass@K' if metric == 'pass@k' else 'CoT-Pass@K'}"
+                    ax.plot(*zip(*points), style, marker="o", color=color, label=label)
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(ks, [str(k) for k in ks])
+        ax.set_ylim(-0.02, 1.02)
+        ax.set_xlabel("K")
+        ax.set_title(task)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    axes[0][0].set_ylabel("estimate")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def _plot_hints(report: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    hints = list(report["config"]["hints"])
+    checkpoints = report["checkpoints"]
+    width = 0.8 / max(1, len(checkpoints))
+    fig, ax = plt.subplots(figsize=(max(6, 1.4 * len(hints)), 4))
+    for i, c in enumerate(checkpoints):
+        types = (c.get("hints") or {}).get("types", {})
+        for j, hint in enumerate(hints):
+            x = j + (i - (len(checkpoints) - 1) / 2) * width
+            est = (types.get(hint) or {}).get("normalized") or {}
+            if est.get("value") is None:
+                # Undefined is not zero: mark the slot instead of drawing a bar.
+                ax.text(x, 0.02, "n/a", ha="center", va="bottom", fontsize=7, rotation=90, color=f"C{i}")
+                continue
+            err = None
+            if est.get("ci_low") is not None:
+                err = [[est["value"] - est["ci_low"]], [est["ci_high"] - est["value"]]]
+            ax.bar(
+                x,
+                est["value"],
+                width,
+                color=f"C{i}",
+                yerr=err,
+                capsize=3,
+                label=c["label"] if j == 0 else None,
+            )
+    ax.set_xticks(range(len(hints)), [h.replace("_", "\n") for h in hints], fontsize=8)
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel("normalised hint faithfulness")
+    ax.set_title("Hint faithfulness per hint type (n/a: undefined)")
+    handles, _ = ax.get_legend_handles_labels()
+    if handles:
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def _plot_early_answering(report: dict[str, Any], path: Path) -> bool:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5, 4))
+    drawn = False
+    for i, c in enumerate(report["checkpoints"]):
+        early = (c.get("faithfulness") or {}).get("early_answering") or {}
+        curve = early.get("curve_agreement")
+        if curve:
+            ax.plot(early["curve_fractions"], curve, marker="o", color=f"C{i}", label=c["label"])
+            drawn = True
+    if drawn:
+        ax.set_xlabel("fraction of reasoning steps kept")
+        ax.set_ylabel("agreement with full-CoT answer")
+        ax.set_ylim(-0.02, 1.02)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return drawn
+
+
+def write_report(report: dict[str, Any], out_dir: str | Path) -> dict[str, Path]:
+    """Write ``report.json``, ``report.md``, ``passk.png`` and (when available) ``hints.png`` and
+    ``early_answering.png`` to ``out_dir``; return their paths by name."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = {
+        "json": out_dir / "report.json",
+        "markdown": out_dir / "report.md",
+        "passk_png": out_dir / "passk.png",
+    }
+    paths["json"].write_text(
+        json.dumps(_finite(report), indent=2, allow_nan=False, default=_json_default) + "\n"
+    )
+    paths["markdown"].write_text(render_markdown(report))
+    _plot_passk(report, paths["passk_png"])
+    if any(c.get("hints") for c in report["checkpoints"]):
+        paths["hints_png"] = out_dir / "hints.png"
+        _plot_hints(report, paths["hints_png"])
+    if _plot_early_answering(report, out_dir / "early_answering.png"):
+        paths["early_answering_png"] = out_dir / "early_answering.png"
+    return paths
+
+
+def _finite(value: Any) -> Any:
+    """Replace non-finite floats by ``None`` (JSON has no NaN); metrics report those as undefined anyway."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, (set, frozenset)):
+        return sorted(value, key=repr)
+    if isinstance(value, Path):
+        return str(value)
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")

@@ -238,6 +238,27 @@ class CalverProblem:
         assert self.graph is not None
         return _edges_into(self.graph, self.local_set)
 
+    @functools.cached_property
+    def true_ate(self) -> float:
+        """The interventional ψ of an ``ate`` problem (from the CPTs, computed once per problem)."""
+        return C.interventional_ate(self.cpts, self.query["treatment"], self.query["outcome"])
+
+    def is_valid(self, graph: CausalGraph, value: Any) -> bool:
+        """``QueryKind.is_valid`` on ``graph``; ``ate`` values on the problem's own graph reuse :attr:`true_ate`.
+
+        Raises:
+            ValueError: the query or CPTs do not fit ``graph`` (a constructed trace graph).
+        """
+        assert self.kind is not None
+        if self.kind.name == "ate" and graph is self.graph and value is not None:
+            # queries._valid_ate, with ψ computed once: the CPTs were checked against this graph
+            decision, psi = value
+            q = self.query
+            if decision != (self.true_ate > float(q["threshold"])):
+                return False
+            return psi is None or abs(psi - self.true_ate) <= float(q.get("tolerance", 0.01))
+        return self.kind.is_valid(graph, self.query, value, self.cpts)
+
 
 def prepare_problem(problem: Mapping[str, Any] | str | CalverProblem) -> CalverProblem:
     """Strip answer fields and check a DESIGN §4 problem once, for scoring many completions.
@@ -675,7 +696,7 @@ def _verify(
     key = (id(graph), value)
     try:
         if key not in memo:
-            memo[key] = p.kind.is_valid(graph, p.query, value, p.cpts)
+            memo[key] = p.is_valid(graph, value)
         ok = memo[key]
     except ValueError as exc:  # the query or CPTs do not fit this graph (constructed mode)
         return f"the query cannot be checked on {where}: {str(exc)[:120]}"

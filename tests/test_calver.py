@@ -793,3 +793,28 @@ def test_random_trace_shaped_text_never_raises(text):
         s = score_trace(text, prob)
         assert set(s.reasons) == failed(s)
         assert not any("internal error" in r for r in s.reasons.values()), s.reasons
+
+
+def test_huge_set_within_raised_caps_fails_result_and_answer_quickly():
+    big = "{" + ", ".join(f"N{i}" for i in range(100_000)) + "}"
+    text = backdoor_trace(big)
+    score, seconds = timed(
+        score_trace, text, backdoor_problem(), max_chars=2_000_000, max_slot_chars=2_000_000
+    )
+    assert_clean_failure(score, {"result", "answer"})
+    assert failed(score) == {"result", "answer"}
+    assert seconds < 1.0
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.booleans(), st.one_of(st.none(), st.floats(-1, 1)), st.floats(-0.5, 0.8), st.floats(0, 0.05))
+def test_cached_ate_predicate_agrees_with_the_query_registry(decision, psi, threshold, tolerance):
+    from faithgrpo.tasks.queries import QUERY_KINDS
+
+    prob = ate_problem(threshold=threshold, margin=0.0)
+    prob["query"]["tolerance"] = tolerance
+    prepared = prepare_problem(prob)
+    value = (decision, psi)
+    expected = QUERY_KINDS["ate"].is_valid(prepared.graph, prepared.query, value, ATE_CPTS)
+    assert prepared.is_valid(prepared.graph, value) == expected
+    assert prepared.true_ate == pytest.approx(0.35)  # hand-computed above

@@ -79,7 +79,7 @@ def main() -> None:
     args = ap.parse_args()
     rng = random.Random(args.seed)
     out = {}
-    for label, n, degree, bi in (("n9", 9, 2.0, 0.0), ("n9_admg", 9, 2.0, 1.5), ("n100", 100, 3.0, 0.0)):
+    for label, n, degree, bi in (("n9", 9, 3.0, 0.0), ("n9_admg", 9, 3.0, 1.5), ("n100", 100, 3.0, 0.0)):
         out[label] = bench_graph(random_dag(n, degree, rng, bi), args.repeats)
     print(json.dumps(out, indent=2))
 

@@ -149,9 +149,10 @@ def _ancestors_cut(g: CausalGraph, vs: Iterable[str], cut: frozenset[str]) -> se
     """Ancestors of ``vs`` (with ``vs``) in ``g`` minus the directed edges out of ``cut``."""
     seen = set(vs)
     stack = list(seen)
+    parents = g._parents  # direct access: callers have checked the nodes
     while stack:
         v = stack.pop()
-        for p in g.parents(v):
+        for p in parents[v]:
             if p not in cut and p not in seen:
                 seen.add(p)
                 stack.append(p)

@@ -305,3 +305,13 @@ def test_path_constructor_checks_marks():
         Path(("A", "B"), ())
     with pytest.raises(ValueError):
         Path(("A", "B"), ("=>",))
+
+
+@pytest.mark.parametrize("module", ["graph", "criteria", "queries", "clear"])
+def test_docstring_examples(module):
+    import doctest
+    import importlib
+
+    mod = importlib.import_module(f"faithgrpo.tasks.{module}")
+    result = doctest.testmod(mod, optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0

@@ -95,7 +95,8 @@ class CausalGraphConfig:
         query_kinds: query kinds to draw from, uniformly; ``None`` means every kind that some family
             in ``families`` supports.
         edge_prob: edge probability of ``random_dag`` (and the base DAG of ``admg``/``cyclic``).
-        max_parents: cap on a node's parents in the directed part (keeps CPTs and path lists short).
+        max_parents: cap on a node's parents in DAGs and ADMGs (keeps CPTs and path lists short);
+            the back edges of ``cyclic`` graphs prefer heads under the cap but may exceed it.
         max_bidirected: at most this many bidirected edges in an ``admg`` graph (at least one).
         max_back_edges: at most this many back edges in a ``cyclic`` graph (at least one).
         set_variants: variants of ``backdoor_set``/``dsep_set``/``msep_set`` queries, from
@@ -342,6 +343,9 @@ def make_graph(
         # a back edge v -> u with u an ancestor of v closes at least one cycle
         back = [(v, u) for v in nodes for u in dag.ancestors(v)]
         back.sort(key=lambda e: (node_sort_key(e[0]), node_sort_key(e[1])))
+        back = [
+            e for e in back if len(dag.parents(e[1])) < config.max_parents
+        ] or back  # prefer heads with room
         k = min(rng.randint(1, config.max_back_edges), len(back))
         return CausalGraph("DG", nodes, frozenset(directed) | frozenset(rng.sample(back, k))).validate()
     raise ValueError(f"unknown graph family {family!r}; choose from {list(FAMILIES)}")

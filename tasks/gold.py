@@ -444,8 +444,10 @@ def _ate(g, q, cpts, style):
     x, y = q["treatment"], q["outcome"]
     threshold = float(q["threshold"])
     sets = _valid_sets(g, {"kind": "backdoor_set", "treatment": x, "outcome": y})
-    small = [s for s in sets if len(s) <= max(2, min(map(len, sets), default=0))]
-    z = _pick(small, style)
+    # mostly a smallest set (fewest strata), sometimes another small one
+    fewest = min(map(len, sets), default=0)
+    small = [s for s in sets if len(s) == fewest] if not style.coin(0.3) else [s for s in sets if len(s) <= 2]
+    z = _pick(small or sets, style)
     zs = sorted(z, key=node_sort_key)
     steps = []
     paths = C.backdoor_paths(g, x, y, limit=_PATH_SCAN)
@@ -454,8 +456,12 @@ def _ate(g, q, cpts, style):
         steps.append(
             f"{_fmt_set(z)} has no descendant of {x} and blocks every backdoor path, so adjust for it"
         )
+    elif z:
+        steps.append(
+            f"there is no backdoor path from {x} to {y}; {_fmt_set(z)} has no descendant of {x}, so adjusting for it is valid"
+        )
     else:
-        steps.append(f"there is no backdoor path from {x} to {y}, so adjust for {_fmt_set(z)}")
+        steps.append(f"there is no backdoor path from {x} to {y}, so no adjustment is needed")
     table = stratum_table(cpts, x, y, zs)
     terms = []
     for zv, pz, p1, p0 in table:
@@ -474,7 +480,7 @@ def _ate(g, q, cpts, style):
     decision = psi > threshold
     side = ">" if decision else "<"
     steps.append(f"{psi:.3f} {side} threshold {threshold:g}, so the answer is {'yes' if decision else 'no'}")
-    return style.choice(_STRATEGIES["ate"]), steps, (decision, psi)
+    return style.choice(_STRATEGIES["ate"]), steps, (decision, psi, z)
 
 
 _DERIVE = {
@@ -502,19 +508,32 @@ def _graph_text(g: CausalGraph, style: _Style) -> str:
     return style.choice(("; ", ", ")).join(parts + isolated)
 
 
-def _result_text(kind: str, value: Any, style: _Style) -> str:
+def _result_and_answer(kind: str, value: Any, style: _Style) -> tuple[str, str]:
+    """The RESULT slot and the ``<answer>`` text for a derived value (the same answer, both)."""
     answer_type = QUERY_KINDS[kind].answer_type
     if answer_type == "set":
-        return "{" + ", ".join(style.shuffled(sorted(value, key=node_sort_key))) + "}"
-    if answer_type == "yes_no":
-        return style.choice(("yes", "Yes")) if value else style.choice(("no", "No"))
-    if answer_type == "node":
-        return value
-    if answer_type == "cycle":
-        return " -> ".join((*value, value[0]))
-    decision, psi = value
-    word = "yes" if decision else "no"
-    return f"{word} (ψ = {psi:.3f})" if style.coin(0.5) else word
+        text = "{" + ", ".join(style.shuffled(sorted(value, key=node_sort_key))) + "}"
+    elif answer_type == "yes_no":
+        text = style.choice(("yes", "Yes")) if value else style.choice(("no", "No"))
+    elif answer_type == "node":
+        text = value
+    elif answer_type == "cycle":
+        text = " -> ".join((*value, value[0])) if style.coin(0.5) else "[" + ", ".join(value) + "]"
+    else:
+        # ate: RESULT carries the certificate's adjustment set (exactly one brace set); the answer
+        # is the decision, sometimes with ψ.
+        decision, psi, z = value
+        word = "yes" if decision else "no"
+        zset = _fmt_set(z)
+        result = style.choice(
+            (
+                f"{word}, ψ = {psi:.3f}, Z = {zset}",
+                f"{word} (ψ = {psi:.3f}, adjusting for {zset})",
+                f"{word}, adjusting for {zset}",
+            )
+        )
+        return result, (f"{word}, ψ = {psi:.3f}" if style.coin(0.5) else word)
+    return text, text
 
 
 def gold_trace(problem: Mapping | str, rng: random.Random | int | None = None, *, plain: bool = False) -> str:
@@ -527,7 +546,8 @@ def gold_trace(problem: Mapping | str, rng: random.Random | int | None = None, *
         plain: fixed wording and the first (smallest) valid answer, for worked examples.
 
     Returns:
-        The completion text. The RESULT and ``<answer>`` carry the same valid answer.
+        The completion text. The RESULT and ``<answer>`` carry the same valid answer (for ``ate`` the
+        RESULT also names the adjustment set, as CALVER's strict certificate requires).
 
     Raises:
         ValueError: a malformed problem, or one without any valid answer.
@@ -556,7 +576,7 @@ def gold_trace(problem: Mapping | str, rng: random.Random | int | None = None, *
     style = _Style(rng, plain)
     strategy, steps, value = _DERIVE[query["kind"]](graph, query, cpts, style)
     bullet = style.choice(_BULLETS)
-    result = _result_text(query["kind"], value, style)
+    result, answer = _result_and_answer(query["kind"], value, style)
     lines = [
         "<think>",
         f"GRAPH: {_graph_text(graph, style)}",
@@ -566,6 +586,6 @@ def gold_trace(problem: Mapping | str, rng: random.Random | int | None = None, *
         *(bullet.format(k=k) + step for k, step in enumerate(steps, start=1)),
         f"RESULT: {result}",
         "</think>",
-        f"<answer>{result}</answer>",
+        f"<answer>{answer}</answer>",
     ]
     return "\n".join(lines)

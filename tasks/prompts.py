@@ -127,7 +127,7 @@ def answer_format(kind: str) -> str:
         "set": "a set of variables in braces, e.g. {A, B}; write {} for the empty set",
         "yes_no": "yes or no",
         "node": "one variable name",
-        "cycle": "the cycle as a chain that returns to its start, e.g. A -> B -> C -> A",
+        "cycle": "the cycle's variables in order, e.g. [A, B, C] when A causes B, B causes C and C causes A",
         "ate": "yes or no (you may add ψ = your estimate)",
     }[answer_type]
 
@@ -254,6 +254,13 @@ def _example(kind: str) -> str:
     return gold_trace(problem, random.Random(0), plain=True)
 
 
+def _result_hint(kind: str | None) -> str:
+    hint = "the answer, written as the answer format says."
+    if kind in (None, "ate"):
+        hint += " For an ATE question also name the one set you adjust for, e.g. 'yes, ψ = 0.35, Z = {U}'."
+    return hint
+
+
 def trace_instructions(kind: str | None = None) -> str:
     """The six-slot trace contract, short, with one worked example (of ``kind``, default backdoor_set).
 
@@ -279,7 +286,7 @@ def trace_instructions(kind: str | None = None) -> str:
         f"STRATEGY: the method you use, e.g. {strategy}.\n"
         "DERIVATION: two or more lines starting with '- ', one step each (a path found, the node that "
         "blocks it, a number computed), naming only variables of the graph.\n"
-        "RESULT: the answer, written as the answer format says.\n"
+        f"RESULT: {_result_hint(kind)}\n"
         "Example:\n" + _example(example_kind)
     )
 

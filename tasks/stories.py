@@ -131,7 +131,7 @@ _HIDDEN = (
 _OPENINGS = (
     "Consider {setting}. The variables are {names}.",
     "In {setting}, researchers track {names}.",
-    "We study {setting} with variables {names}.",
+    "Data come from {setting}; the variables are {names}.",
 )
 _CLOSINGS = (
     "These are all the direct causal relations; there are no others.",

@@ -1146,12 +1146,17 @@ def kk_cot_correct(text: Any, metadata: Any) -> bool:
 # Gold traces and prompt instructions
 # ---------------------------------------------------------------------------------------------------
 
-_STRATEGIES = (
+_TABLE_STRATEGIES = (
     "truth table over all {rows} assignments",
     "truth table: check each of the {rows} role assignments against every statement",
     "case analysis: try every assignment of roles and keep the consistent one",
     "exhaustive enumeration of all {rows} possible assignments",
     "proof by contradiction over each possible assignment",
+)
+_SEARCH_STRATEGIES = (
+    "case analysis: assign roles one person at a time and drop a branch as soon as a claim contradicts its speaker",
+    "proof by contradiction: suppose a role for each person in turn and backtrack on contradictions",
+    "case analysis with backtracking over the possible assignments",
 )
 _ROW_PREFIXES = ("- ", "- Row {k}: ", "- Case {k}: ", "- Step {k}: ")
 _FAIL_KNIGHT = (
@@ -1167,7 +1172,7 @@ _FAIL_KNAVE = (
 _PASS = (
     "every claim matches its speaker's role, consistent",
     "all true claims come from {knight}s and all false ones from {knave}s: consistent",
-    "no contradiction, this assignment works",
+    "nothing clashes, this assignment works",
 )
 _CONCLUDE = (
     "- Exactly one assignment is consistent: {assign}.",
@@ -1190,13 +1195,90 @@ def _rewrite(node: Statement, rng: random.Random) -> Statement:
     return (op, *(_rewrite(child, rng) for child in node[1:]))
 
 
+def _verdict(puzzle: KKPuzzle, rng: random.Random, words: dict[str, str], bad: int, knight: bool) -> str:
+    template = rng.choice(_FAIL_KNIGHT if knight else _FAIL_KNAVE)
+    return template.format(name=puzzle.names[bad], **words)
+
+
+def _table_derivation(puzzle: KKPuzzle, rng: random.Random, words: dict[str, str], label) -> list[str]:
+    """One line per assignment (optionally grouped by the first person's role): 2^n + 2 lines at most."""
+    n = puzzle.n_people
+    prefix = rng.choice(_ROW_PREFIXES)
+    case_split = rng.random() < 0.4 and n >= 2
+    rows = list(itertools.product([True, False], repeat=n))
+    lines = []
+    for k, assignment in enumerate(rows, start=1):
+        if case_split and k in (1, len(rows) // 2 + 1):
+            lines.append(f"- Suppose {puzzle.names[0]}={words['knight' if assignment[0] else 'knave']}:")
+        values = [_evaluate(s, assignment) for s in puzzle.statements]
+        bad = [i for i in range(n) if values[i] != assignment[i]]
+        if bad:
+            verdict = _verdict(puzzle, rng, words, bad[0], assignment[bad[0]])
+        else:
+            verdict = rng.choice(_PASS).format(**words)
+        claims = ", ".join(f"{puzzle.names[i]}'s claim {'true' if values[i] else 'false'}" for i in range(n))
+        indent = "  " if case_split else ""
+        lines.append(f"{indent}{prefix.format(k=k)}{label(assignment)}: {claims}; {verdict}")
+    return lines
+
+
+def _search_derivation(puzzle: KKPuzzle, rng: random.Random, words: dict[str, str]) -> list[str]:
+    """Backtracking case analysis: assign people in order; check a claim as soon as its speaker has a
+    role and its truth value no longer depends on anyone unassigned; drop a branch at the first
+    contradiction.
+
+    "Determined" is read off the truth-table bitmasks: restricted to the assignments that extend the
+    partial one, the claim's table is all ones or all zeros. Complexity: O(nodes · n · 2^n / wordsize)
+    with at most 2^(n+1) nodes, usually far fewer.
+    """
+    n = puzzle.n_people
+    full = (1 << (1 << n)) - 1
+    knights = _knight_masks(n)
+    partial = [False] * n
+    lines: list[str] = []
+
+    def visit(k: int, region: int, pending: list[int]) -> None:
+        for role in (True, False):
+            partial[k] = role
+            sub = region & (knights[k] if role else full & ~knights[k])
+            # Indentation carries the branch, so a line names only the person it adds.
+            given = f"{puzzle.names[k]}={words['knight' if role else 'knave']}"
+            indent = "  " * k
+            checked, left, bad = [], [], None
+            for i in pending:
+                part = puzzle.tables[i] & sub
+                if i > k or part not in (0, sub):  # speaker unassigned or claim still open
+                    left.append(i)
+                    continue
+                value = part == sub
+                checked.append(f"{puzzle.names[i]}'s claim {'true' if value else 'false'}")
+                if value != partial[i]:
+                    bad = i
+                    break
+            if bad is not None:
+                verdict = _verdict(puzzle, rng, words, bad, partial[bad])
+                lines.append(f"{indent}- {given}: {'; '.join(checked)}; {verdict}")
+            elif k == n - 1:
+                found = "; ".join(checked) or "nothing new to check"
+                lines.append(f"{indent}- {given}: {found}; " + rng.choice(_PASS).format(**words))
+            else:
+                found = "; ".join(checked) + ", as required" if checked else "no claim is settled yet"
+                lines.append(f"{indent}- Suppose {given}: {found}")
+                visit(k + 1, sub, left)
+
+    visit(0, full, list(range(n)))
+    return lines
+
+
 def gold_kk_trace(metadata: Any, rng: random.Random | int | None = None) -> str:
     """Render a correct trace for a puzzle, with varied wording, that passes :func:`check_kk_trace`.
 
     The restatements are equivalent rewrites of the metadata statements (operator spelling, role
-    words and atom forms vary); the derivation is the truth table computed symbolically, one line per
-    assignment (grouped into cases on the first person for ``case analysis``), so every trace has at
-    least ``2**n + 1`` derivation steps.
+    words and atom forms vary). The derivation is computed symbolically: for up to 3 people either
+    the full truth table (one line per assignment) or a backtracking case analysis (assign people in
+    order, check each claim as soon as everyone it mentions has a role, drop a branch at the first
+    contradiction), for more people always the latter, so traces stay short. Every derivation has at
+    least 3 lines (both roles of the first person, and a conclusion).
 
     Args:
         metadata: Puzzle metadata.
@@ -1240,33 +1322,28 @@ def gold_kk_trace(metadata: Any, rng: random.Random | int | None = None) -> str:
             _rewrite(puzzle.statements[i], rng), puzzle, style=style, generic_roles=generic_statements
         )
         lines.append(f"{bullet}{puzzle.names[i]}: {formula}")
-    lines.append("STRATEGY: " + rng.choice(_STRATEGIES).format(rows=1 << n))
-    lines.append("DERIVATION:")
+    strategy_at = len(lines)
+    lines.extend(["STRATEGY:", "DERIVATION:"])
 
-    prefix = rng.choice(_ROW_PREFIXES)
-    case_split = rng.random() < 0.4 and n >= 2
-    rows = list(itertools.product([True, False], repeat=n))
-    for k, assignment in enumerate(rows, start=1):
-        if case_split and k in (1, len(rows) // 2 + 1):
-            first = words["knight" if assignment[0] else "knave"]
-            lines.append(f"- Suppose {puzzle.names[0]}={first}:")
-        values = [_evaluate(s, assignment) for s in puzzle.statements]
-        bad = [i for i in range(n) if values[i] != assignment[i]]
-        if bad:
-            i = bad[0]
-            template = rng.choice(_FAIL_KNIGHT if assignment[i] else _FAIL_KNAVE)
-            verdict = template.format(name=puzzle.names[i], **words)
-        else:
-            verdict = rng.choice(_PASS).format(**words)
-        claims = ", ".join(f"{puzzle.names[i]}'s claim {'true' if values[i] else 'false'}" for i in range(n))
-        indent = "  " if case_split else ""
-        lines.append(f"{indent}{prefix.format(k=k)}{label(assignment)}: {claims}; {verdict}")
+    # Full truth table for small puzzles; pruned case analysis otherwise (2^n rows get long).
+    if n <= 3 and rng.random() < 0.6:
+        lines[strategy_at] = "STRATEGY: " + rng.choice(_TABLE_STRATEGIES).format(rows=1 << n)
+        lines.extend(_table_derivation(puzzle, rng, words, label))
+    else:
+        lines[strategy_at] = "STRATEGY: " + rng.choice(_SEARCH_STRATEGIES)
+        lines.extend(_search_derivation(puzzle, rng, words))
     lines.append(rng.choice(_CONCLUDE).format(assign=label(puzzle.solution)))
     separator = rng.choice((", ", "; "))
     lines.append("ASSIGNMENT: " + label(puzzle.solution).replace(", ", separator))
     lines.append("</think>")
     lines.append(f"<answer>{kk_oracle_answer(puzzle)}</answer>")
-    return "\n".join(lines)
+    text = "\n".join(lines)
+    if len(text) > MAX_TRACE_CHARS or len(text) - text.index("DERIVATION:") > MAX_SLOT_CHARS:
+        raise ValueError(
+            f"the gold trace for this {n}-person puzzle exceeds the checker's caps "
+            f"(MAX_TRACE_CHARS={MAX_TRACE_CHARS}, MAX_SLOT_CHARS={MAX_SLOT_CHARS}); use smaller puzzles"
+        )
+    return text
 
 
 _EXAMPLE_METADATA = {

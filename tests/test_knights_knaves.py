@@ -6,6 +6,7 @@ import functools
 import itertools
 import json
 import random
+import re
 import time
 
 import numpy as np
@@ -168,7 +169,7 @@ def _puzzles(draw):
     return n, statements
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_puzzles())
 def test_bitmask_tables_match_direct_evaluation_on_random_statements(puzzle):
     n, statements = puzzle
@@ -416,6 +417,77 @@ def test_gold_traces_pass_every_check_for_hundreds_of_puzzles_and_seeds():
             assert len([line for line in derivation.splitlines() if line.strip()]) >= 2
             n_traces += 1
     assert n_traces >= 300
+
+
+_PAIR_RE = re.compile(r"(\w+)=(\w+)")
+_CLAIM_RE = re.compile(r"(\w+)'s claim (true|false)\b")
+_FAILURE_WORDS = ("contradiction", "inconsistent", "fails")
+
+
+def _verify_derivation(trace: str, meta) -> int:
+    """Re-derive every claimed truth value and verdict of a gold derivation by brute force.
+
+    A line asserts values under the assignment on its branch (its own ``Name=role`` pairs, plus the
+    ancestors' pairs for indented case-analysis lines); each asserted value must hold for every
+    completion of that partial assignment. Returns the number of claims verified.
+    """
+    names = [str(x).casefold() for x in meta["names"]]
+    n = len(names)
+    terms = meta["knight_knave_terms"]
+    knight_words = {"knight", terms["knight"]}
+    stack: list[dict[int, bool]] = []
+    verified = 0
+    *steps, conclusion = kk.parse_kk_trace(trace).slots["DERIVATION"].splitlines()
+    concluded = {names.index(a.casefold()): b in knight_words for a, b in _PAIR_RE.findall(conclusion)}
+    assert tuple(concluded[i] for i in range(n)) == tuple(meta["solution"]), conclusion
+    for line in steps:
+        depth = (len(line) - len(line.lstrip(" "))) // 2
+        head = line.split(": ", 2)
+        pairs_text = next((part for part in head if _PAIR_RE.search(part)), "")
+        own = {names.index(a.casefold()): b in knight_words for a, b in _PAIR_RE.findall(pairs_text)}
+        if len(own) == n:
+            partial = own
+        else:
+            del stack[depth:]
+            partial = {k: v for level in stack for k, v in level.items()} | own
+            stack.append(own)
+        free = [i for i in range(n) if i not in partial]
+        completions = []
+        for bits in itertools.product([True, False], repeat=len(free)):
+            full = dict(partial) | dict(zip(free, bits))
+            completions.append(tuple(full[i] for i in range(n)))
+        for name, value in _CLAIM_RE.findall(line):
+            i = names.index(name.casefold())
+            assert all(_rg_value(meta["statements"][i], c) == (value == "true") for c in completions), line
+            verified += 1
+        if len(partial) == n:
+            is_solution = tuple(partial[i] for i in range(n)) == tuple(meta["solution"])
+            assert is_solution != any(w in line for w in _FAILURE_WORDS), line
+    return verified
+
+
+def test_gold_derivations_state_only_true_facts():
+    verified = 0
+    for k, entry in enumerate(_all_entries(15) + list(_entries(5, 2, 2, 8, 5))):
+        for seed in range(3):
+            verified += _verify_derivation(
+                gold_kk_trace(entry["metadata"], 100 * k + seed), entry["metadata"]
+            )
+    assert verified > 1000
+
+
+def test_gold_traces_for_larger_puzzles_pass_or_refuse_clearly():
+    for entry in _entries(5, 2, 2, 6, 9) + _entries(6, 2, 2, 4, 9):
+        assert check_kk_trace(gold_kk_trace(entry["metadata"], 0), entry["metadata"]).passed
+    names = [f"P{i}" for i in range(12)]
+    # Everyone claims "I am a knight and the next person is a knight": nothing prunes, 2^12 leaves.
+    meta = {
+        "names": names,
+        "statements": [("and", ("telling-truth", i), ("telling-truth", (i + 1) % 12)) for i in range(12)],
+        "solution": [True] * 12,
+    }
+    with pytest.raises(ValueError, match="exceeds the checker's caps"):
+        gold_kk_trace(meta, 0)
 
 
 def test_gold_traces_are_deterministic_and_varied():

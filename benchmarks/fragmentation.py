@@ -15,16 +15,17 @@ the analytic CALVER curve, and the *exact* plurality curve (binomial over the in
 distribution of the largest of M equal multinomial counts, with ties split as the earliest-first-
 occurrence rule does: t tied valid answers against the invalid one win with probability t/(t+1)).
 
-The candidate traces come from a real problem: a hand-built confounded backdoor query by default,
-or any supplied-graph problem with a set-valued query and ≥ M valid answers (``--problem FILE``,
-e.g. a row of the task generator). Each distinct string is scored
+The candidate traces come from a real problem: by default a generated backdoor problem
+(:mod:`faithgrpo.tasks.causal`) with gold traces (:mod:`faithgrpo.tasks.gold`) for M distinct valid
+answers; ``--source hand_built`` uses a hand-built confounded graph, and ``--problem FILE`` any
+supplied-graph problem with a set-valued query and ≥ M valid answers. Each distinct string is scored
 once; pools apply the same selection rules as :func:`~faithgrpo.rewards.selection.select_best_of_k`
 and :func:`~faithgrpo.rewards.selection.plurality`, and the first pools are cross-checked against
 those public functions.
 
 Usage:
     python benchmarks/fragmentation.py [--rho 0.6] [--m 4] [--k-max 32] [--trials 2000] [--seed 0]
-        [--problem problem.json]
+        [--source generator|hand_built] [--problem problem.json]
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import argparse
 import json
 import math
 import random
+import re
 import sys
 from typing import Any
 
@@ -79,12 +81,19 @@ def make_trace(problem: dict[str, Any], answer: str, derivation: list[str]) -> s
     )
 
 
+def invalid_candidate(graph: CausalGraph, query: dict[str, Any]) -> frozenset[str] | None:
+    """A plausible wrong set: the empty set if invalid, else the first invalid singleton of a non-role node."""
+    kind = QUERY_KINDS[query["kind"]]
+    roles = {query.get(r) for r in kind.roles if isinstance(query.get(r), str)}
+    candidates = [frozenset(), *(frozenset((v,)) for v in graph.nodes if v not in roles)]
+    return next((z for z in candidates if not kind.is_valid(graph, query, z)), None)
+
+
 def build_pool_strings(problem: dict[str, Any], m: int) -> tuple[list[str], str]:
     """M correct traces with distinct valid answers and one invalid trace.
 
     The problem's query must be set-valued (``backdoor_set``, ``frontdoor_set``, ``dsep_set``,
-    ``msep_set``). The invalid answer is the first invalid set among the empty set and the
-    singletons, in node order.
+    ``msep_set``). The invalid answer is :func:`invalid_candidate`'s.
 
     Raises:
         ValueError: the problem has fewer than ``m`` valid answers, or no invalid one.
@@ -97,8 +106,7 @@ def build_pool_strings(problem: dict[str, Any], m: int) -> tuple[list[str], str]
     valid = kind.valid_answers(graph, q, limit=m)
     if len(valid) < m:
         raise ValueError(f"the problem has {len(valid)} valid answers, fewer than M={m}")
-    candidates = [frozenset(), *(frozenset((v,)) for v in graph.nodes)]
-    wrong = next((z for z in candidates if not kind.is_valid(graph, q, z)), None)
+    wrong = invalid_candidate(graph, q)
     if wrong is None:
         raise ValueError("every small set is valid for this problem; pick one with an invalid answer")
     roles = " and ".join(str(q[r]) for r in kind.roles if isinstance(q.get(r), str))
@@ -113,6 +121,55 @@ def build_pool_strings(problem: dict[str, Any], m: int) -> tuple[list[str], str]
     wrong_answer = kind.format_answer(wrong)
     invalid = make_trace(problem, wrong_answer, [f"{wrong_answer} is enough for {roles}"])
     return traces, invalid
+
+
+_RESULT_LINE_RE = re.compile(r"^RESULT:.*$", re.MULTILINE)
+_ANSWER_TAG_RE = re.compile(r"<answer>.*?</answer>", re.DOTALL)
+
+
+def generator_pool(m: int, seed: int, max_problems: int = 200) -> tuple[dict[str, Any], list[str], str]:
+    """A generated backdoor problem with gold traces for ``m`` distinct valid answers, and an invalid trace.
+
+    Problems come from :func:`faithgrpo.tasks.causal.make_problem` (supplied graph, ``backdoor_set``,
+    variant ``any``) until one has ``m`` valid answers and an invalid empty-or-singleton set; the valid
+    traces are :func:`faithgrpo.tasks.gold.gold_trace` outputs with different seeds (each picks one
+    valid answer); the invalid trace is a gold trace whose RESULT and ``<answer>`` are replaced by the
+    invalid set (its derivation no longer supports it).
+
+    Raises:
+        RuntimeError: no suitable problem among ``max_problems`` draws.
+    """
+    from faithgrpo.tasks.causal import CausalGraphConfig, make_problem
+    from faithgrpo.tasks.gold import gold_trace
+
+    config = CausalGraphConfig(
+        size=1, seed=seed, min_nodes=5, max_nodes=9, query_kinds=("backdoor_set",), set_variants=("any",)
+    )
+    config.validate()
+    rng = random.Random(seed)
+    kind = QUERY_KINDS["backdoor_set"]
+    for _ in range(max_problems):
+        problem, _, _ = make_problem(config, rng)
+        problem = {k: problem[k] for k in ("graph", "query", "mode")}
+        graph = CausalGraph.from_dict(problem["graph"])
+        q = problem["query"]
+        wrong = invalid_candidate(graph, q)
+        if wrong is None or len(kind.valid_answers(graph, q, limit=m)) < m:
+            continue
+        by_answer: dict[str, str] = {}
+        for s in range(64 * m):
+            text = gold_trace(problem, s)
+            by_answer.setdefault(normalized_answer(text, problem), text)
+            if len(by_answer) == m:
+                break
+        if len(by_answer) < m:
+            continue
+        wrong_answer = kind.format_answer(wrong)
+        base = next(iter(by_answer.values()))
+        invalid = _ANSWER_TAG_RE.sub(f"<answer>{wrong_answer}</answer>", base)
+        invalid = _RESULT_LINE_RE.sub(f"RESULT: {wrong_answer}", invalid)
+        return problem, list(by_answer.values()), invalid
+    raise RuntimeError(f"no generated backdoor problem with {m} valid answers in {max_problems} draws")
 
 
 def analytic_calver(rho: float, k: int) -> float:
@@ -169,6 +226,7 @@ def run(
     trials: int = 2000,
     seed: int = 0,
     problem: dict[str, Any] | None = None,
+    source: str = "generator",
 ) -> dict[str, Any]:
     """Simulate both selectors; returns the JSON-ready result (module docstring).
 
@@ -178,8 +236,10 @@ def run(
         k_max: largest pool size.
         trials: pools per K (each pool of size K is the first K draws of one pool of ``k_max``).
         seed: sampling seed.
-        problem: a supplied-graph problem with a set-valued query (e.g. from the generator);
-            default: :func:`hand_built_problem`.
+        problem: a supplied-graph problem with a set-valued query; traces are then built by
+            :func:`build_pool_strings`.
+        source: without ``problem``: ``"generator"`` (:func:`generator_pool`: a generated problem
+            and gold traces) or ``"hand_built"`` (:func:`hand_built_problem`).
 
     Raises:
         ValueError: parameters out of range, or a problem without ``m`` valid answers.
@@ -188,10 +248,16 @@ def run(
         raise ValueError(f"rho must lie in [0, 1], got {rho}")
     if m < 1 or k_max < 1 or trials < 1:
         raise ValueError("m, k_max and trials must be positive integers")
-    source = "given" if problem is not None else "hand_built"
-    if problem is None:
+    if problem is not None:
+        source = "given"
+        valid_traces, invalid_trace = build_pool_strings(problem, m)
+    elif source == "generator":
+        problem, valid_traces, invalid_trace = generator_pool(m, seed)
+    elif source == "hand_built":
         problem = hand_built_problem(m)
-    valid_traces, invalid_trace = build_pool_strings(problem, m)
+        valid_traces, invalid_trace = build_pool_strings(problem, m)
+    else:
+        raise ValueError(f"source must be 'generator' or 'hand_built', got {source!r}")
     strings = [*valid_traces, invalid_trace]  # index m is the invalid string
     prepared = prepare_problem(problem)
     totals = [score_trace(s, prepared).total for s in strings]
@@ -255,13 +321,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--k-max", type=int, default=32)
     parser.add_argument("--trials", type=int, default=2000, help="pools per K")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--problem", help="JSON file holding one DESIGN §4 problem (default: hand-built)")
+    parser.add_argument("--source", choices=("generator", "hand_built"), default="generator",
+                        help="where the problem and traces come from (without --problem)")  # fmt: skip
+    parser.add_argument("--problem", help="JSON file holding one DESIGN §4 problem with a set-valued query")
     args = parser.parse_args(argv)
     problem = None
     if args.problem:
         with open(args.problem, encoding="utf-8") as f:
             problem = json.load(f)
-    result = run(args.rho, args.m, args.k_max, args.trials, args.seed, problem)
+    result = run(args.rho, args.m, args.k_max, args.trials, args.seed, problem, args.source)
     json.dump(result, sys.stdout, indent=1)
     sys.stdout.write("\n")
     return 0

@@ -22,11 +22,13 @@ A trace fills five labelled slots inside ``<think>`` and puts the final answer i
 4      derivation   DERIVATION is present, mentions at least one graph node, and every token that
                     *looks like a node name* is a graph node (rule below).
 5      result       RESULT parses as the kind's answer and satisfies the query predicate on the
-                    verification graph. ``ate`` results carry the strict certificate: RESULT also
-                    names the adjustment set ``{...}``, and X ∉ Z, Z has no descendant of X, Z blocks
-                    every backdoor path, positivity holds and the adjusted ψ is more than ``margin``
-                    from the threshold, on the decided side; a ψ stated in RESULT must be within
-                    ``tolerance`` of the true effect.
+                    verification graph (in constructed mode only when GRAPH passed check 1: an
+                    ill-formed graph verifies nothing). ``ate`` results carry the strict
+                    certificate: RESULT also names the adjustment set ``{...}``, and X ∉ Z, Z has no
+                    descendant of X, Z blocks every backdoor path, positivity holds and the adjusted
+                    ψ is more than ``margin`` from the threshold, on the decided side; a ψ stated in
+                    RESULT must be within ``tolerance`` of the true effect
+                    (e.g. ``RESULT: yes, ψ = 0.35, Z = {U}``).
 6      answer       ``<answer>`` equals RESULT after normalisation (``QueryKind.format_answer``) and
                     satisfies the predicate on the *problem's* graph (the hidden source graph in
                     constructed mode).
@@ -321,7 +323,10 @@ def _prepare(clean: dict[str, Any]) -> CalverProblem:
     for role in kind.roles:
         value = query.get(role)
         nodes.update([value] if isinstance(value, str) else value or ())
-    return CalverProblem(graph, dict(query), cpts, mode, kind, frozenset(nodes))
+    prepared = CalverProblem(graph, dict(query), cpts, mode, kind, frozenset(nodes))
+    if kind.name == "ate":
+        _ = prepared.true_ate  # a problem whose effect cannot be computed is malformed: raise now
+    return prepared
 
 
 def _edges_into(g: CausalGraph, nodes: frozenset[str]) -> tuple[frozenset, frozenset]:

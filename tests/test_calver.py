@@ -7,6 +7,7 @@ recomputed with the code under test.
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 from collections.abc import Mapping
@@ -818,3 +819,39 @@ def test_cached_ate_predicate_agrees_with_the_query_registry(decision, psi, thre
     expected = QUERY_KINDS["ate"].is_valid(prepared.graph, prepared.query, value, ATE_CPTS)
     assert prepared.is_valid(prepared.graph, value) == expected
     assert prepared.true_ate == pytest.approx(0.35)  # hand-computed above
+
+
+def test_ate_problem_whose_effect_cannot_be_computed_raises():
+    # a 45-node chain X -> V1 -> ... -> Y: the effect needs more variables than criteria allows
+    names = ["X", *[f"V{i}" for i in range(1, 44)], "Y"]
+    cpts = {names[0]: {"parents": [], "p1": 0.5}}
+    for a, b in itertools.pairwise(names):
+        cpts[b] = {"parents": [a], "p1": {"0": 0.3, "1": 0.7}}
+    prob = problem("DAG", names, list(itertools.pairwise(names)), kind="ate", treatment="X", outcome="Y",
+                   threshold=0.0)  # fmt: skip
+    prob["cpts"] = cpts
+    with pytest.raises(ValueError, match="variables"):
+        prepare_problem(prob)
+
+
+@pytest.mark.parametrize("mode", ["supplied", "constructed"])
+def test_generated_problems_with_gold_traces_score_six(mode):
+    """Integration with the task generator and the gold traces (tasks/causal.py, tasks/gold.py)."""
+    import random
+
+    from faithgrpo.tasks.causal import CausalGraphConfig, make_problem
+    from faithgrpo.tasks.gold import gold_trace
+
+    config = CausalGraphConfig(size=1, seed=0, mode=mode)
+    rng = random.Random(7)
+    kinds = set()
+    for i in range(45):
+        prob, _listed, info = make_problem(config, rng)
+        kinds.add(info["kind"])
+        text = gold_trace(prob, i)
+        s = score_trace(text, json.dumps(prob))
+        assert s.total == 6, (info, s.reasons, text)
+        # the same trace with its RESULT line dropped loses exactly the result and answer checks
+        broken = "\n".join(line for line in text.splitlines() if not line.startswith("RESULT:"))
+        assert failed(score_trace(broken, prob)) == {"result", "answer"}
+    assert len(kinds) >= 6

@@ -198,9 +198,11 @@ def test_fragmentation_rejects_problems_without_enough_answers(frag):
         frag.build_pool_strings(dict(PROBLEM, query={"kind": "ci_test", "x": "X", "y": "Y"}), 2)
 
 
-def test_fragmentation_small_run_matches_the_claim(frag):
+@pytest.mark.parametrize("source", ["generator", "hand_built"])
+def test_fragmentation_small_run_matches_the_claim(frag, source):
     trials = 600
-    out = frag.run(rho=0.6, m=4, k_max=32, trials=trials, seed=1)
+    out = frag.run(rho=0.6, m=4, k_max=32, trials=trials, seed=1, source=source)
+    assert out["problem_source"] == source
     json.dumps(out)  # JSON-ready
     ks = out["K"]
     assert ks == list(range(1, 33))
@@ -215,18 +217,32 @@ def test_fragmentation_small_run_matches_the_claim(frag):
     assert out["plurality_exact"][-1] < 0.1 and out["plurality"][-1] < 0.15
     assert all(a > b for a, b in zip(out["plurality_exact"][2:], out["plurality_exact"][3:]))
     assert out["calver"][-1] > 0.99 and out["plurality_picks_invalid_at_k_max"] > 0.85
-    assert out["calver_scores"] == {"valid": [6, 6, 6, 6], "invalid": 4}
+    assert out["calver_scores"]["valid"] == [6, 6, 6, 6] and out["calver_scores"]["invalid"] < 6
+    assert len(set(out["valid_answers"])) == 4 and out["invalid_answer"] not in out["valid_answers"]
     assert out["pools_cross_checked_with_public_api"] > 0
 
 
 def test_fragmentation_cli_prints_json(frag, capsys):
-    assert frag.main(["--trials", "30", "--k-max", "4", "--m", "2", "--rho", "0.5"]) == 0
+    assert (
+        frag.main(["--trials", "30", "--k-max", "4", "--m", "2", "--rho", "0.5", "--source", "hand_built"])
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
     assert out["K"] == [1, 2, 3, 4] and out["M"] == 2
     assert out["calver_analytic"] == pytest.approx([1 - 0.5**k for k in range(1, 5)])
 
 
+def test_fragmentation_generator_pool_uses_gold_traces(frag):
+    problem, valid, invalid = frag.generator_pool(3, seed=2)
+    assert len(valid) == 3
+    assert all(select_best_of_k([invalid, v], problem) == 1 for v in valid)
+    assert len({normalized_answer(v, problem) for v in valid}) == 3
+    assert normalized_answer(invalid, problem) not in {normalized_answer(v, problem) for v in valid}
+
+
 def test_fragmentation_bad_parameters(frag):
+    with pytest.raises(ValueError, match="source"):
+        frag.run(trials=1, source="web")
     with pytest.raises(ValueError, match="rho"):
         frag.run(rho=1.5, trials=1)
     with pytest.raises(ValueError, match="positive"):

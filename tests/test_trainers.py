@@ -63,6 +63,7 @@ def _config(cls, tmp_path, **overrides):
         logging_steps=1,
         report_to=[],
         use_cpu=True,
+        bf16=False,  # fp32 end to end, so the reference can be compared with an fp32 copy exactly
         save_strategy="no",
         seed=0,
     )

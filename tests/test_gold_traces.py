@@ -1,0 +1,255 @@
+"""Tests for faithgrpo.tasks.gold: gold six-slot traces are correct, derived from the graph, and varied."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import random
+import re
+from collections import Counter
+
+import pytest
+
+from faithgrpo.rewards.calver import score_trace
+from faithgrpo.rewards.steps import split_steps
+from faithgrpo.rewards.text import extract_think
+from faithgrpo.rewards.trace import parse_trace
+from faithgrpo.tasks import criteria as C
+from faithgrpo.tasks.causal import (
+    CausalGraphConfig,
+    CausalGraphDataset,
+    CausalStoryConfig,
+    CausalStoryDataset,
+)
+from faithgrpo.tasks.gold import gold_trace, stratum_table
+from faithgrpo.tasks.graph import CausalGraph, GraphParseError, parse_graph, parse_path
+from faithgrpo.tasks.queries import QUERY_KINDS, grade_answer, normalize_answer, query_matches
+
+_ARROW_CHAIN = re.compile(r"[A-Za-z0-9_]+(?:\s*(?:<->|->|<-)\s*[A-Za-z0-9_]+)+")
+
+
+def problems(cls, n, seed, **kw):
+    config_cls = CausalStoryConfig if cls is CausalStoryDataset else CausalGraphConfig
+    ds = cls(config_cls(size=n, seed=seed, **kw))
+    return [json.loads(ds[i]["metadata"]["problem"]) for i in range(n)]
+
+
+def structural_checks(trace: str, problem: dict) -> None:
+    """The checks that do not need CALVER: slots, graph round trip, query, strategy, answer, steps."""
+    t = parse_trace(trace)
+    assert not t.missing(), (t.missing(), trace)
+    assert not t.problems
+    g = CausalGraph.from_dict(problem["graph"])
+    assert parse_graph(t.graph, g.kind, nodes=g.nodes) == g
+    assert query_matches(problem["query"], t.query)
+    kind = QUERY_KINDS[problem["query"]["kind"]]
+    assert kind.matches_strategy(t.strategy)
+    assert grade_answer(problem, t.result) and grade_answer(problem, t.answer)
+    assert normalize_answer(problem, t.result) == normalize_answer(problem, t.answer)
+    assert len(t.derivation) >= 2
+    assert trace.startswith("<think>\n") and trace.endswith("</answer>")
+    assert trace.count("<think>") == trace.count("</think>") == trace.count("<answer>") == 1
+
+
+def derivation_paths_exist(trace: str, problem: dict) -> None:
+    """Every arrow chain the derivation writes is a real path of the graph (nothing invented)."""
+    g = CausalGraph.from_dict(problem["graph"])
+    for line in parse_trace(trace).derivation:
+        for chain in _ARROW_CHAIN.findall(line):
+            path = parse_path(chain)
+            closed = path.nodes[0] == path.nodes[-1] and set(path.marks) == {"->"}
+            assert C.is_directed_cycle(g, path.nodes) if closed else C.is_path(g, path), (chain, line)
+
+
+@pytest.mark.parametrize(
+    ("cls", "lo", "hi", "n"),
+    [(CausalGraphDataset, 4, 8, 150), (CausalStoryDataset, 4, 8, 100), (CausalGraphDataset, 9, 12, 40)],
+)
+def test_gold_traces_are_correct_and_score_six(cls, lo, hi, n):
+    kinds = Counter()
+    for i, p in enumerate(problems(cls, n, seed=31, min_nodes=lo, max_nodes=hi)):
+        trace = gold_trace(p, random.Random(i))
+        structural_checks(trace, p)
+        derivation_paths_exist(trace, p)
+        score = score_trace(trace, p)
+        assert score.total == 6, (score.reasons, trace)
+        # CRoS needs >= 2 steps, both in the whole reasoning and in the derivation alone
+        assert len(split_steps(extract_think(trace))) >= 2
+        assert len(split_steps("\n".join(parse_trace(trace).derivation))) >= 2
+        kinds[p["query"]["kind"]] += 1
+    assert set(kinds) == set(QUERY_KINDS)
+
+
+@pytest.mark.slow
+def test_gold_traces_score_six_over_thousands_of_seeds():
+    total = 0
+    for cls, lo, hi, n in ((CausalGraphDataset, 4, 12, 1500), (CausalStoryDataset, 4, 10, 1000)):
+        for i, p in enumerate(problems(cls, n, seed=1000 + lo, min_nodes=lo, max_nodes=hi)):
+            trace = gold_trace(p, i)
+            score = score_trace(trace, p)
+            assert score.total == 6, (score.reasons, trace)
+            assert len(parse_trace(trace).derivation) >= 2
+            total += 1
+    assert total == 2500
+
+
+def test_same_seed_same_trace_and_wording_varies():
+    p = problems(CausalGraphDataset, 1, seed=3, query_kinds=("backdoor_set",))[0]
+    assert gold_trace(p, 5) == gold_trace(p, random.Random(5)) == gold_trace(json.dumps(p), 5)
+    traces = {gold_trace(p, s) for s in range(30)}
+    assert len(traces) >= 10
+
+
+@pytest.mark.parametrize(
+    "kind", ["backdoor_set", "frontdoor_set", "dsep_set", "msep_set", "mediator", "cycle"]
+)
+def test_gold_traces_pick_different_valid_answers(kind):
+    for p in problems(CausalGraphDataset, 6, seed=41, query_kinds=(kind,)):
+        answers = {normalize_answer(p, parse_trace(gold_trace(p, s)).answer) for s in range(40)}
+        valid = QUERY_KINDS[kind].valid_answers(
+            CausalGraph.from_dict(p["graph"]), p["query"], limit=16, max_checks=1024
+        )
+        assert len(answers) >= min(2, len(valid)), (answers, p["query"])
+        if len(valid) >= 3:
+            assert len(answers) >= 3
+
+
+def test_plain_trace_matches_a_hand_written_one():
+    p = {
+        "graph": {
+            "type": "DAG",
+            "nodes": ["U", "X", "M", "Y"],
+            "directed": [["U", "X"], ["U", "Y"], ["X", "M"], ["M", "Y"]],
+        },
+        "query": {"kind": "backdoor_set", "treatment": "X", "outcome": "Y"},
+    }
+    assert gold_trace(p, plain=True) == (
+        "<think>\n"
+        "GRAPH: M -> Y; U -> X; U -> Y; X -> M\n"
+        "QUERY: backdoor_set(treatment=X, outcome=Y)\n"
+        "STRATEGY: backdoor criterion\n"
+        "DERIVATION:\n"
+        "- descendants of X: {M, Y}; none of them may be adjusted for\n"
+        "- backdoor path X <- U -> Y is blocked by U, a non-collider that is conditioned on\n"
+        "- so {U} satisfies the backdoor criterion for X and Y\n"
+        "RESULT: {U}\n"
+        "</think>\n"
+        "<answer>{U}</answer>"
+    )
+
+
+def test_ci_test_no_names_an_open_path():
+    p = {
+        "graph": {
+            "type": "DAG",
+            "nodes": ["A", "B", "C", "D"],
+            "directed": [["A", "B"], ["C", "B"], ["B", "D"]],
+        },
+        "query": {"kind": "ci_test", "x": "A", "y": "C", "given": ["D"]},
+    }
+    trace = gold_trace(p, plain=True)
+    assert "path A -> B <- C is open: collider B is opened by its descendant D" in trace
+    assert parse_trace(trace).answer == "no" and score_trace(trace, p).total == 6
+
+
+def test_directed_path_yes_and_no():
+    g = {
+        "type": "DG",
+        "nodes": ["A", "B", "C", "D"],
+        "directed": [["A", "B"], ["B", "C"], ["C", "A"], ["D", "C"]],
+    }
+    yes = gold_trace(
+        {"graph": g, "query": {"kind": "directed_path", "treatment": "A", "outcome": "C"}}, plain=True
+    )
+    assert "- edge A -> B\n- edge B -> C\n" in yes and parse_trace(yes).answer == "yes"
+    no = gold_trace(
+        {"graph": g, "query": {"kind": "directed_path", "treatment": "A", "outcome": "D"}}, plain=True
+    )
+    assert "from {A} we reach {B}" in no and "from {B} we reach {C}" in no
+    assert parse_trace(no).answer == "no"
+
+
+def _brute_strata(cpts, x, y, zs):
+    names = sorted(cpts)
+    joint = {}
+    for values in itertools.product((0, 1), repeat=len(names)):
+        a = dict(zip(names, values))
+        p = 1.0
+        for v in names:
+            key = ",".join(str(a[u]) for u in cpts[v]["parents"])
+            p1 = cpts[v]["p1"][key]
+            p *= p1 if a[v] else 1 - p1
+        joint[values] = (a, p)
+    out = []
+    for zv in itertools.product((0, 1), repeat=len(zs)):
+
+        def mass(cond):
+            return sum(p for a, p in joint.values() if all(a[k] == v for k, v in cond.items()))
+
+        zc = dict(zip(zs, zv))
+        pz = mass(zc)
+        p1 = mass({**zc, x: 1, y: 1}) / mass({**zc, x: 1})
+        p0 = mass({**zc, x: 0, y: 1}) / mass({**zc, x: 0})
+        out.append((zv, pz, p1, p0))
+    return out
+
+
+def test_stratum_table_matches_brute_force_and_the_adjustment_formula():
+    for p in problems(CausalGraphDataset, 25, seed=43, query_kinds=("ate",), max_nodes=7):
+        g, q, cpts = CausalGraph.from_dict(p["graph"]), p["query"], p["cpts"]
+        x, y = q["treatment"], q["outcome"]
+        z = sorted(C.minimal_backdoor_set(g, x, y))
+        table = stratum_table(cpts, x, y, z)
+        brute = _brute_strata(cpts, x, y, z)
+        assert [row[0] for row in table] == [row[0] for row in brute]
+        assert [row[1:] for row in table] == [pytest.approx(row[1:]) for row in brute]
+        psi = sum((p1 - p0) * pz for _, pz, p1, p0 in table)
+        assert (
+            psi
+            == pytest.approx(C.adjusted_ate(cpts, x, y, z))
+            == pytest.approx(C.interventional_ate(cpts, x, y))
+        )
+        trace = gold_trace(p, 0)
+        stated = float(re.search(r"ψ = [^\n]*= (-?\d+\.\d+)\n", trace).group(1))
+        assert stated == pytest.approx(psi, abs=5e-4)
+
+
+def test_ate_result_names_one_adjustment_set_and_a_wrong_one_fails():
+    p = problems(CausalGraphDataset, 1, seed=44, query_kinds=("ate",))[0]
+    trace = gold_trace(p, 1)
+    result = parse_trace(trace).result
+    assert len(re.findall(r"\{[^{}]*\}", result)) == 1
+    g = CausalGraph.from_dict(p["graph"])
+    x = p["query"]["treatment"]
+    child = sorted(g.children(x))[0]
+    broken = trace.replace(result, re.sub(r"\{[^{}]*\}", "{" + child + "}", result))
+    assert score_trace(broken, p).result is False
+
+
+def test_corrupted_gold_traces_lose_points():
+    # the checks above have teeth: a wrong RESULT/answer, a missing edge and a wrong query all fail
+    p = problems(CausalGraphDataset, 1, seed=45, query_kinds=("mediator",))[0]
+    trace = gold_trace(p, 2)
+    t = parse_trace(trace)
+    wrong = p["query"]["treatment"]
+    assert not grade_answer(p, wrong)
+    swapped = trace.replace(f"RESULT: {t.result}", f"RESULT: {wrong}").replace(
+        f"<answer>{t.answer}</answer>", f"<answer>{wrong}</answer>"
+    )
+    assert score_trace(swapped, p).total == 4
+    first_edge = re.split(r"[;,] ", t.graph)[0]
+    assert score_trace(trace.replace(t.graph, t.graph.replace(first_edge, "")), p).graph is False
+    assert score_trace(trace.replace(t.query, "mediator(treatment=X9, outcome=Y9)"), p).query is False
+
+
+def test_gold_trace_rejects_problems_without_a_valid_answer():
+    p = {
+        "graph": {"type": "DAG", "nodes": ["X", "Y"], "directed": [["Y", "X"]]},
+        "query": {"kind": "backdoor_set", "treatment": "X", "outcome": "Y"},
+    }
+    with pytest.raises(ValueError, match="no valid answer"):
+        gold_trace(p, 0)
+    with pytest.raises(GraphParseError):
+        gold_trace(
+            {"graph": {"type": "DAG", "nodes": ["A"], "directed": [["A", "B"]]}, "query": {"kind": "cycle"}}
+        )

@@ -321,8 +321,8 @@ def consistent_assignments(statements: Sequence[Any]) -> list[Assignment]:
         The consistent assignments (a well-posed puzzle has exactly one).
 
     Example:
-        >>> consistent_assignments([("lying", 1), ("telling-truth", 0)])
-        [(False, False)]
+        >>> consistent_assignments([("and", ("lying", 0), ("lying", 1)), ("lying", 0)])  # "we are both knaves"
+        [(False, True)]
     """
     n = len(statements)
     if not 1 <= n <= MAX_PEOPLE:
@@ -698,9 +698,11 @@ def parse_kk_formula(text: str, metadata: Any) -> tuple[Statement | None, str | 
         ``(statement, None)`` on success, ``(None, reason)`` otherwise.
 
     Example:
-        >>> meta = {"names": ["A", "B"], "statements": [["lying", 1], ["telling-truth", 0]], "solution": [False, False]}
-        >>> parse_kk_formula("not knight(B) and knave(A)", meta)
+        >>> meta = {"names": ["Ava", "Noah"], "statements": [["lying", 1], ["lying", 0]], "solution": [True, False]}
+        >>> parse_kk_formula("not knight(Noah) and knave(Ava)", meta)
         (('and', ('not', ('telling-truth', 1)), ('lying', 0)), None)
+        >>> parse_kk_formula("knight(Zed)", meta)
+        (None, "'Zed' is not a person in this puzzle")
     """
     puzzle = _puzzle(metadata)
     if not isinstance(text, str):
@@ -739,7 +741,7 @@ def format_kk_formula(
         generic_roles: Write ``knight``/``knave`` (True) or the puzzle's own terms (False).
 
     Returns:
-        E.g. ``"knight(Amelia) -> (not knave(Elizabeth))"``.
+        E.g. ``"knight(Amelia) -> not knave(Elizabeth)"`` or ``"(knight(A) and knave(B)) <-> knight(B)"``.
     """
     if style not in OPERATOR_STYLES:
         raise ValueError(f"unknown style {style!r}; choose one of {sorted(OPERATOR_STYLES)}")
@@ -1041,8 +1043,8 @@ def check_kk_trace(text: Any, metadata: Any, *, max_chars: int = MAX_TRACE_CHARS
         ValueError: The *metadata* is malformed (never for bad completion text).
 
     Example:
-        >>> meta = {"names": ["Ava", "Noah"], "statements": [["lying", 1], ["telling-truth", 0]],
-        ...         "solution": [False, False]}
+        >>> meta = {"names": ["Ava", "Noah"], "statements": [["and", ["lying", 0], ["lying", 1]],
+        ...         ["lying", 0]], "solution": [False, True]}
         >>> trace = gold_kk_trace(meta, random.Random(0))
         >>> check_kk_trace(trace, meta).total
         6
@@ -1134,9 +1136,9 @@ def kk_cot_correct(text: Any, metadata: Any) -> bool:
     """True when the trace passes all six checks (the CoT verifier for CoT-Pass@K).
 
     Example:
-        >>> meta = {"names": ["Ava", "Noah"], "statements": [["lying", 1], ["telling-truth", 0]],
-        ...         "solution": [False, False]}
-        >>> kk_cot_correct("<answer>Ava is a knave, and Noah is a knave.</answer>", meta)
+        >>> meta = {"names": ["Ava", "Noah"], "statements": [["and", ["lying", 0], ["lying", 1]],
+        ...         ["lying", 0]], "solution": [False, True]}
+        >>> kk_cot_correct("<answer>Ava is a knave, and Noah is a knight.</answer>", meta)  # no CoT
         False
     """
     return check_kk_trace(text, metadata).passed
@@ -1288,10 +1290,10 @@ def gold_kk_trace(metadata: Any, rng: random.Random | int | None = None) -> str:
         The completion text: ``<think>`` with the four slots, then ``<answer>`` in reasoning-gym's format.
 
     Example:
-        >>> meta = {"names": ["Ava", "Noah"], "statements": [["lying", 1], ["telling-truth", 0]],
-        ...         "solution": [False, False]}
+        >>> meta = {"names": ["Ava", "Noah"], "statements": [["and", ["lying", 0], ["lying", 1]],
+        ...         ["lying", 0]], "solution": [False, True]}
         >>> print(gold_kk_trace(meta, 0).splitlines()[-1])
-        <answer>Ava is a knave, and Noah is a knave.</answer>
+        <answer>Ava is a knave, and Noah is a knight.</answer>
     """
     puzzle = _puzzle(metadata)
     if not isinstance(rng, random.Random):

@@ -805,3 +805,10 @@ def test_random_text_never_raises_and_full_marks_imply_a_correct_answer(parts):
     assert check.total == sum(getattr(check, name) for name in CHECK_NAMES)
     if check.passed:
         assert check.answer_correct and check.assignment == (True, True)
+
+
+def test_docstring_examples_run():
+    import doctest
+
+    result = doctest.testmod(kk, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted >= 10 and result.failed == 0

@@ -39,6 +39,19 @@ def _cmd_model(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_clear_eval(args: argparse.Namespace) -> int:
+    """Judge every CLEAR record's listed answer; print acceptance per task and question type."""
+    from faithgrpo.tasks.clear import evaluate_file, format_summary
+
+    try:
+        summary = evaluate_file(args.file)
+    except (OSError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    print(format_summary(summary))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="faithgrpo",
@@ -52,6 +65,12 @@ def build_parser() -> argparse.ArgumentParser:
     model.add_argument("--generate", metavar="TEXT", help="also greedily answer TEXT as a chat prompt")
     model.add_argument("--max-new-tokens", type=int, default=32)
     model.set_defaults(func=_cmd_model)
+
+    clear = sub.add_parser(
+        "clear-eval", help="check that the CLEAR judge accepts each record's listed answer"
+    )
+    clear.add_argument("file", help="CLEAR records, one JSON object per line")
+    clear.set_defaults(func=_cmd_clear_eval)
     return parser
 
 

@@ -154,3 +154,22 @@ def test_interrupted_conversion_leaves_no_cache(monkeypatch, tmp_path):
         models._convert_gguf(gguf, target)
     assert not target.exists()
     assert list(target.parent.iterdir()) == []
+
+
+def test_cli_clear_eval_reports_the_hand_written_records(tmp_path):
+    from pathlib import Path
+
+    records = Path(__file__).parent / "data" / "clear_records.jsonl"
+    out = subprocess.run(
+        [sys.executable, "-m", "faithgrpo.cli", "clear-eval", str(records)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "backdoor_adjustment_set" in out.stdout and "accepted" in out.stdout
+    missing = subprocess.run(
+        [sys.executable, "-m", "faithgrpo.cli", "clear-eval", str(tmp_path / "none.jsonl")],
+        capture_output=True,
+        text=True,
+    )
+    assert missing.returncode == 2 and "No such file" in missing.stderr

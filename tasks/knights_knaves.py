@@ -498,7 +498,15 @@ class KKPuzzle:
         return {"knight": True, "knave": False, self.knight: True, self.knave: False}
 
 
+@functools.lru_cache(maxsize=1024)
+def _puzzle_from_json(text: str) -> KKPuzzle:
+    return KKPuzzle.from_metadata(text)
+
+
 def _puzzle(metadata: Any) -> KKPuzzle:
+    # A JSON column repeats the same string for every completion of a prompt: parse it once.
+    if isinstance(metadata, str):
+        return _puzzle_from_json(metadata)
     return metadata if isinstance(metadata, KKPuzzle) else KKPuzzle.from_metadata(metadata)
 
 

@@ -487,18 +487,37 @@ def run_eval(config: EvalConfig, out_dir: str | Path) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------------------
 
 
-def _cell(est: dict[str, Any] | None, digits: int = 3) -> str:
-    """``0.512 [0.410, 0.603]``, or ``undefined (reason)``; pipes escaped for Markdown tables."""
-    if not est:
-        return "—"
-    value = est.get("value")
-    if value is None:
-        text = f"undefined ({est.get('reason') or 'no reason recorded'})"
-    else:
-        text = f"{value:.{digits}f}"
+class _Notes:
+    """Table cells for estimates; undefined values point at numbered footnotes that give the reason."""
+
+    def __init__(self) -> None:
+        self.reasons: list[str] = []
+
+    def note(self, reason: str) -> str:
+        reason = reason.replace("|", "/")
+        if reason not in self.reasons:
+            self.reasons.append(reason)
+        return f"undefined [{self.reasons.index(reason) + 1}]"
+
+    def cell(self, est: dict[str, Any] | None, digits: int = 3) -> str:
+        """``0.512 [0.410, 0.603]`` (interval when known), or ``undefined [n]`` with footnote n."""
+        if not est:
+            return "—"
+        if est.get("value") is None:
+            return self.note(est.get("reason") or "no reason recorded")
+        text = f"{est['value']:.{digits}f}"
         if est.get("ci_low") is not None and est.get("ci_high") is not None:
             text += f" [{est['ci_low']:.{digits}f}, {est['ci_high']:.{digits}f}]"
-    return text.replace("|", "/")
+        return text
+
+    def flush(self) -> list[str]:
+        lines = (
+            ["", *(f"[{i}] {reason}  " for i, reason in enumerate(self.reasons, start=1))]
+            if self.reasons
+            else []
+        )
+        self.reasons = []
+        return lines
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
@@ -508,12 +527,17 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
 
 
 def render_markdown(report: dict[str, Any]) -> str:
-    """The Markdown report: Pass@K / CoT-Pass@K per task, hint faithfulness per type, checkpoint metrics."""
+    """The Markdown report: Pass@K / CoT-Pass@K per task, hint faithfulness per type, checkpoint metrics.
+
+    Estimates print as ``value [CI low, CI high]``; undefined ones as ``undefined [n]`` with the
+    reason in footnote n under the table.
+    """
     checkpoints = report["checkpoints"]
     labels = [
         f"{c['label']} ({c['model']}{' + ' + c['adapter'] if c.get('adapter') else ''})" for c in checkpoints
     ]
     cfg = report["config"]
+    notes = _Notes()
     lines = [
         "# faithgrpo evaluation report",
         "",
@@ -541,9 +565,9 @@ def render_markdown(report: dict[str, Any]) -> str:
             row = [k]
             for c in checkpoints:
                 entry = c["passk"][task]["k"][k]
-                row += [_cell(entry["pass@k"]), _cell(entry["cot_pass@k"])]
+                row += [notes.cell(entry["pass@k"]), notes.cell(entry["cot_pass@k"])]
             rows.append(row)
-        lines += _table(header, rows)
+        lines += _table(header, rows) + notes.flush()
     if any(c.get("hints") for c in checkpoints):
         lines += ["", "## Hint faithfulness", ""]
         lines.append(
@@ -562,13 +586,17 @@ def render_markdown(report: dict[str, Any]) -> str:
                 if h is None:
                     row += ["—", "—", "—"]
                 else:
-                    row += [f"{h['n_switched']}/{h['n_pairs']}", _cell(h["raw"]), _cell(h["normalized"])]
+                    row += [
+                        f"{h['n_switched']}/{h['n_pairs']}",
+                        notes.cell(h["raw"]),
+                        notes.cell(h["normalized"]),
+                    ]
             rows.append(row)
         mean_row = ["mean (defined types)"]
         for c in checkpoints:
-            mean_row += ["", "", _cell((c.get("hints") or {}).get("mean_normalized"))]
+            mean_row += ["", "", notes.cell((c.get("hints") or {}).get("mean_normalized"))]
         rows.append(mean_row)
-        lines += _table(header, rows)
+        lines += _table(header, rows) + notes.flush()
     lines += ["", "## Checkpoint faithfulness metrics", ""]
     header = ["metric"] + [c["label"] for c in checkpoints]
     metrics = [
@@ -581,19 +609,19 @@ def render_markdown(report: dict[str, Any]) -> str:
         row = [name]
         for c in checkpoints:
             f = c.get("faithfulness") or {}
-            row.append(_cell(get(f)) if f.get("pairs") else f"undefined ({f.get('reason', 'not run')})")
+            row.append(notes.cell(get(f)) if f.get("pairs") else notes.note(f.get("reason", "not run")))
         rows.append(row)
-    lines += _table(header, rows)
+    lines += _table(header, rows) + notes.flush()
     lines += ["", "## Generation", ""]
     rows = []
     for c in checkpoints:
         for task, stats in c["generation"].items():
             tps = stats.get("tokens_per_second")
             rate = (
-                "cached" if stats.get("cached") else (f"{tps:.1f}" if tps else "undefined (no time measured)")
+                "cached" if stats.get("cached") else (f"{tps:.1f}" if tps else notes.note("no time measured"))
             )
             rows.append([c["label"], task, str(stats.get("completions")), str(stats.get("new_tokens")), rate])
-    lines += _table(["checkpoint", "task", "completions", "new tokens", "tokens/s"], rows)
+    lines += _table(["checkpoint", "task", "completions", "new tokens", "tokens/s"], rows) + notes.flush()
     return "\n".join(lines) + "\n"
 
 

@@ -1,0 +1,260 @@
+"""Benchmark CRoS scoring against one bare batched forward of the reference (issue 4, speed).
+
+For M in (2, 4, 8) scrambles and a group of G completions of one prompt, it times
+
+- ``cros``: a full `CRoSReward` call (parsing, scrambling, tokenisation, batched scoring of the
+  (M+1)·G sequences, ranking), with ``batch_size`` covering all sequences (one forward);
+- ``bare``: one plain forward, ``model(input_ids, attention_mask, position_ids)`` with full logits,
+  over the same token batch (the same sequences, left padded the same way);
+- ``backbone``: the same forward with ``logits_to_keep=1`` (for context: nearly no lm_head work);
+
+and prints JSON with medians of ``--repeats`` runs, ``ratio = cros / bare`` (target <= 1.25 on CPU),
+tokens/s, and peak resident memory of each phase above the process baseline (CUDA: peak allocated).
+
+Usage:
+    python benchmarks/bench_cros.py                 # embedded SmolLM2-135M-Instruct
+    python benchmarks/bench_cros.py --model PATH
+    python benchmarks/bench_cros.py --tiny          # tiny random Llama (no checkpoint needed)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import statistics
+import threading
+import time
+
+import torch
+
+from faithgrpo.rewards.cros import CRoSReward, parse_completion
+from faithgrpo.rewards.steps import apply_permutation, scramble_permutations, scramble_seed, step_spans
+from faithgrpo.rewards.text import prompt_text
+
+NODES = "ABCDEFGH"
+
+
+def make_group(group_size: int, num_steps: int, seed: int) -> tuple[list[str], list[str]]:
+    """One causal-style prompt and ``group_size`` distinct step-by-step completions of it."""
+    rng = random.Random(seed)
+    edges = [f"{a}->{b}" for i, a in enumerate(NODES) for b in NODES[i + 1 :] if rng.random() < 0.3]
+    prompt = (
+        f"Given a DAG with nodes {', '.join(NODES)} and directed edges {', '.join(edges)}. "
+        "Find a valid backdoor adjustment set for the effect of B on G. Think step by step."
+    )
+    completions = []
+    for _ in range(group_size):
+        steps = []
+        for k in range(num_steps):
+            x, y = rng.sample(NODES, 2)
+            steps.append(
+                f"Step {k + 1}: the path {x} -> {y} is {rng.choice(['open', 'blocked'])} given {{{x}}}."
+            )
+        answer = "{" + ", ".join(sorted(rng.sample(NODES, 2))) + "}"
+        completions.append("<think>\n" + "\n".join(steps) + f"\n</think>\n<answer>{answer}</answer>")
+    return [prompt] * group_size, completions
+
+
+def same_token_batch(cros: CRoSReward, prompts: list[str], completions: list[str]) -> dict:
+    """The (M+1)·G sequences CRoS scores, built from the public pieces, left padded."""
+    tok = cros.tokenizer
+    rows = []
+    for prompt, text in zip(prompts, completions):
+        (head, reasoning, middle, answer), _ = parse_completion(text)
+        spans = step_spans(reasoning)
+        perms = scramble_permutations(
+            len(spans), cros.num_scrambles, scramble_seed(cros.seed, prompt_text(prompt), text)
+        )
+        prompt_ids = tok(prompt)["input_ids"]
+        answer_ids = tok(answer, add_special_tokens=False)["input_ids"]
+        for variant in [reasoning] + [apply_permutation(reasoning, spans, p) for p in perms]:
+            prefix_ids = tok(head + variant + middle, add_special_tokens=False)["input_ids"]
+            rows.append(prompt_ids + prefix_ids + answer_ids)
+    width = max(len(r) for r in rows)
+    pad = tok.pad_token_id if tok.pad_token_id is not None else 0
+    input_ids = torch.tensor([[pad] * (width - len(r)) + r for r in rows])
+    attention_mask = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in rows])
+    return {
+        "input_ids": input_ids,
+        "attention_mask": attention_mask,
+        "position_ids": (attention_mask.cumsum(-1) - 1).clamp(min=0),
+        "tokens": sum(len(r) for r in rows),
+        "sequences": len(rows),
+    }
+
+
+class PeakMemory:
+    """Peak memory of a code block above its starting level: CUDA allocator, else sampled RSS."""
+
+    def __init__(self, device: torch.device):
+        self.device = device
+        self.peak_mb = 0.0
+
+    @staticmethod
+    def _rss_mb() -> float:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+    def _sample(self) -> None:
+        while not self._stop.is_set():
+            self._max = max(self._max, self._rss_mb())
+            self._stop.wait(0.005)
+
+    def __enter__(self):
+        if self.device.type == "cuda":
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
+            self._base = torch.cuda.memory_allocated()
+        else:
+            self._base = self._max = self._rss_mb()
+            self._stop = threading.Event()
+            self._thread = threading.Thread(target=self._sample, daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        if self.device.type == "cuda":
+            torch.cuda.synchronize()
+            self.peak_mb = (torch.cuda.max_memory_allocated() - self._base) / 2**20
+        else:
+            self._stop.set()
+            self._thread.join()
+            self.peak_mb = max(self._max, self._rss_mb()) - self._base
+
+
+def timed(fn, device: torch.device, repeats: int) -> tuple[float, list[float], float]:
+    times, peak = [], 0.0
+    for _ in range(repeats):
+        with PeakMemory(device) as memory:
+            start = time.perf_counter()
+            fn()
+            if device.type == "cuda":
+                torch.cuda.synchronize()
+            times.append(time.perf_counter() - start)
+        peak = max(peak, memory.peak_mb)
+    return statistics.median(times), times, peak
+
+
+def load(args) -> tuple[torch.nn.Module, object, str]:
+    if args.tiny:
+        from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+        from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+        vocab = {"<pad>": 0}
+        for ch in sorted(pre_tokenizers.ByteLevel.alphabet()):
+            vocab[ch] = len(vocab)
+        core = Tokenizer(models.BPE(vocab=vocab, merges=[]))
+        core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+        core.decoder = decoders.ByteLevel()
+        tok = PreTrainedTokenizerFast(tokenizer_object=core, pad_token="<pad>")
+        torch.manual_seed(0)
+        config = LlamaConfig(
+            vocab_size=len(tok),
+            hidden_size=128,
+            intermediate_size=256,
+            num_hidden_layers=4,
+            num_attention_heads=4,
+            max_position_embeddings=4096,
+        )
+        return LlamaForCausalLM(config).eval(), tok, "tiny-random-llama"
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    path = args.model
+    if path is None:
+        from faithgrpo.models import embedded_model_path
+
+        path = str(embedded_model_path())
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, args.dtype)).eval()
+    return model, AutoTokenizer.from_pretrained(path), path
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default=None, help="checkpoint path (default: the embedded SmolLM2-135M)")
+    parser.add_argument("--tiny", action="store_true", help="use a tiny random Llama instead")
+    parser.add_argument("--group-size", type=int, default=4, help="G, completions per prompt")
+    parser.add_argument("--steps", type=int, default=4, help="reasoning steps per completion")
+    parser.add_argument("--scrambles", default="2,4,8", help="comma-separated M values")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    parser.add_argument("--dtype", default="float32")
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+
+    model, tok, name = load(args)
+    device = torch.device(args.device)
+    model.to(device)
+    prompts, completions = make_group(args.group_size, args.steps, args.seed)
+    results = []
+    for m in [int(x) for x in args.scrambles.split(",")]:
+        cros = CRoSReward(model, tok, num_scrambles=m, seed=args.seed, batch_size=10**6, distributed=False)
+        batch = same_token_batch(cros, prompts, completions)
+        inputs = {k: batch[k].to(device) for k in ("input_ids", "attention_mask", "position_ids")}
+
+        def bare(inputs=inputs):
+            with torch.inference_mode():
+                model(**inputs, use_cache=False)
+
+        def backbone(inputs=inputs):
+            with torch.inference_mode():
+                model(**inputs, use_cache=False, logits_to_keep=1)
+
+        def score(cros=cros):
+            cros(prompts, completions)
+
+        score()  # warm-up (allocator, kernels); also checks every completion is scored
+        assert all(s.reason is None for s in cros.last_scores), [s.reason for s in cros.last_scores]
+        cros_s, cros_all, cros_mem = timed(score, device, args.repeats)
+        bare_s, bare_all, bare_mem = timed(bare, device, args.repeats)
+        backbone_s, _, _ = timed(backbone, device, args.repeats)
+        results.append(
+            {
+                "M": m,
+                "sequences": batch["sequences"],
+                "tokens": batch["tokens"],
+                "padded_tokens": int(batch["input_ids"].numel()),
+                "cros_s": round(cros_s, 4),
+                "bare_forward_s": round(bare_s, 4),
+                "backbone_forward_s": round(backbone_s, 4),
+                "ratio": round(cros_s / bare_s, 3),
+                "ratio_vs_backbone": round(cros_s / backbone_s, 3),
+                "cros_tokens_per_s": round(batch["tokens"] / cros_s, 1),
+                "bare_tokens_per_s": round(batch["tokens"] / bare_s, 1),
+                "cros_peak_mb": round(cros_mem, 1),
+                "bare_peak_mb": round(bare_mem, 1),
+                "cros_runs_s": [round(t, 4) for t in cros_all],
+                "bare_runs_s": [round(t, 4) for t in bare_all],
+                "mean_delta": round(
+                    statistics.fmean(s.delta for s in cros.last_scores if s.delta is not None), 5
+                ),
+            }
+        )
+    print(
+        json.dumps(
+            {
+                "benchmark": "cros",
+                "model": name,
+                "device": str(device),
+                "dtype": str(next(model.parameters()).dtype),
+                "threads": torch.get_num_threads(),
+                "cpu": platform.processor() or platform.machine(),
+                "group_size": args.group_size,
+                "steps": args.steps,
+                "repeats": args.repeats,
+                "target_ratio": 1.25,
+                "results": results,
+                "max_ratio": max(r["ratio"] for r in results),
+            },
+            indent=2,
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -79,6 +79,7 @@ _LETTERS = "ABCDEFGHJKLMNQRSTUVWXYZ"
 _PAIRS_TRIED = 40  # (x, y) pairs tried per graph before drawing a new graph
 _CHOICES = 16  # valid answers the listed answer is drawn from
 _MAX_CHECKS = 512  # candidate subsets examined per query
+_PREFERENCE_TRIES = 5  # extra graphs drawn for a preferred (confounded) query before the fallback
 
 
 # ---------------------------------------------------------------------------------------------
@@ -352,7 +353,8 @@ def make_graph(
 
 
 # ---------------------------------------------------------------------------------------------
-# query builders: (graph, rng, config, target) -> (query, cpts) or None
+# query builders: (graph, rng, config, target) -> (query, cpts, preferred) or None
+# (preferred=False: acceptable, but make_problem tries a few more graphs for a preferred query)
 def _pairs(g: CausalGraph, rng: random.Random) -> list[tuple[str, str]]:
     pairs = list(itertools.permutations(g.nodes, 2))
     rng.shuffle(pairs)
@@ -365,27 +367,37 @@ def _several(g: CausalGraph, q: dict) -> bool:
     return len(QUERY_KINDS[q["kind"]].valid_answers(g, q, limit=2, max_checks=_MAX_CHECKS)) >= 2
 
 
-def _q_backdoor(g, rng, cfg, target):
-    variant = rng.choice(cfg.set_variants)
+def _confounded(g: CausalGraph, x: str, y: str) -> bool:
+    """Some backdoor path from x to y is open without conditioning (the effect needs adjusting)."""
+    return not C.is_backdoor_set(g, x, y, ())
+
+
+def _prefer_confounded(g, rng, make) -> tuple[dict, None, bool] | None:
+    """The first qualifying query on a confounded pair (preferred), else on any pair (x must cause y)."""
+    fallback = None
     for x, y in _pairs(g, rng):
         if not C.has_directed_path(g, x, y):
+            continue  # ask about effects that exist (and keep the empty front-door set invalid)
+        confounded = _confounded(g, x, y)
+        if not confounded and fallback is not None:
             continue
-        if not C.backdoor_paths(g, x, y, limit=1) and rng.random() < 0.75:
-            continue  # mostly ask about effects that actually need adjusting
-        q = {"kind": "backdoor_set", "treatment": x, "outcome": y, "variant": variant}
+        q = make(x, y)
         if _several(g, q):
-            return q, None
-    return None
+            if confounded:
+                return q, None, True
+            fallback = (q, None, False)
+    return fallback
+
+
+def _q_backdoor(g, rng, cfg, target):
+    variant = rng.choice(cfg.set_variants)
+    return _prefer_confounded(
+        g, rng, lambda x, y: {"kind": "backdoor_set", "treatment": x, "outcome": y, "variant": variant}
+    )
 
 
 def _q_frontdoor(g, rng, cfg, target):
-    for x, y in _pairs(g, rng):
-        if not C.has_directed_path(g, x, y):
-            continue  # else the empty set qualifies trivially
-        q = {"kind": "frontdoor_set", "treatment": x, "outcome": y}
-        if _several(g, q):
-            return q, None
-    return None
+    return _prefer_confounded(g, rng, lambda x, y: {"kind": "frontdoor_set", "treatment": x, "outcome": y})
 
 
 def _adjacent(g: CausalGraph, a: str, b: str) -> bool:
@@ -400,7 +412,7 @@ def _q_separation(kind):
                 continue
             q = {"kind": kind, "x": x, "y": y, "variant": variant}
             if _several(g, q):
-                return q, None
+                return q, None, True
         return None
 
     return build
@@ -424,26 +436,26 @@ def _q_ci(g, rng, cfg, target):
         else:
             given = set(rng.sample(others, rng.randint(0, min(3, len(others)))))
         if C.m_separated(g, x, y, given) == target:
-            return {"kind": "ci_test", "x": x, "y": y, "given": sorted(given, key=node_sort_key)}, None
+            return {"kind": "ci_test", "x": x, "y": y, "given": sorted(given, key=node_sort_key)}, None, True
     return None
 
 
 def _q_directed(g, rng, cfg, target):
     for x, y in _pairs(g, rng):
         if C.has_directed_path(g, x, y) == target:
-            return {"kind": "directed_path", "treatment": x, "outcome": y}, None
+            return {"kind": "directed_path", "treatment": x, "outcome": y}, None, True
     return None
 
 
 def _q_mediator(g, rng, cfg, target):
     for x, y in _pairs(g, rng):
         if len(C.mediators(g, x, y)) >= 2:
-            return {"kind": "mediator", "treatment": x, "outcome": y}, None
+            return {"kind": "mediator", "treatment": x, "outcome": y}, None, True
     return None
 
 
 def _q_cycle(g, rng, cfg, target):
-    return ({"kind": "cycle"}, None) if len(C.simple_cycles(g, limit=2)) >= 2 else None
+    return ({"kind": "cycle"}, None, True) if len(C.simple_cycles(g, limit=2)) >= 2 else None
 
 
 def _random_cpts(g: CausalGraph, rng: random.Random) -> dict:
@@ -478,7 +490,7 @@ def _q_ate(g, rng, cfg, target):
                 "threshold": threshold,
                 "margin": float(cfg.ate_margin),
             }
-            return q, cpts
+            return q, cpts, True
     return None
 
 
@@ -513,7 +525,8 @@ def make_problem(config: CausalGraphConfig, rng: random.Random) -> tuple[dict, s
     target = rng.random() < 0.5 if kind in YES_NO_KINDS else None
     families = [f for f in config.families if f in KIND_FAMILIES[kind]]
     story = config.mode == "constructed"
-    for _ in range(config.max_attempts):
+    chosen, fallback_at = None, None
+    for attempt in range(config.max_attempts):
         family = rng.choice(families)
         n = rng.randint(config.min_nodes, config.max_nodes)
         graph = make_graph(family, rng.sample(_LETTERS, n), rng, config)
@@ -521,14 +534,21 @@ def make_problem(config: CausalGraphConfig, rng: random.Random) -> tuple[dict, s
         if theme is not None:
             graph = name_graph(graph, theme, rng)
         built = _BUILDERS[kind](graph, rng, config, target)
-        if built is not None:
+        if built is None:
+            continue
+        if built[2]:
+            chosen = (family, graph, theme, built)
             break
-    else:
+        if chosen is None:
+            chosen, fallback_at = (family, graph, theme, built), attempt
+        elif attempt - fallback_at >= _PREFERENCE_TRIES:
+            break
+    if chosen is None:
         raise RuntimeError(
             f"no {kind} problem found in {config.max_attempts} graphs with {config.min_nodes}-"
             f"{config.max_nodes} nodes; raise max_nodes or max_attempts, or drop {kind!r} from query_kinds"
         )
-    query, cpts = built
+    family, graph, theme, (query, cpts, _) = chosen
     qk = QUERY_KINDS[kind]
     value = rng.choice(qk.valid_answers(graph, query, limit=_CHOICES, max_checks=_MAX_CHECKS, cpts=cpts))
     answer = qk.format_answer(value)

@@ -263,6 +263,18 @@ def test_listed_answer_is_not_always_the_smallest():
     assert not_smallest >= len(entries) // 4
 
 
+def test_adjustment_queries_mostly_need_adjusting():
+    # the generator prefers confounded pairs: the empty set is not a valid backdoor set there
+    entries = rows(CausalGraphDataset, 60, seed=19, query_kinds=("backdoor_set",), max_nodes=7)
+    confounded = 0
+    for e in entries:
+        p = problem_of(e)
+        g, q = graph_of(p), p["query"]
+        assert q["treatment"] in g.ancestors(q["outcome"])
+        confounded += frozenset() not in brute_valid_answers(g, {**q, "variant": "any"})
+    assert confounded >= 0.8 * len(entries)
+
+
 # ---------------------------------------------------------------------------------------------
 # yes/no balance and ATE certificates
 def test_yes_no_queries_are_balanced():

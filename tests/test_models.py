@@ -173,3 +173,18 @@ def test_cli_clear_eval_reports_the_hand_written_records(tmp_path):
         text=True,
     )
     assert missing.returncode == 2 and "No such file" in missing.stderr
+
+
+def test_public_names_resolve_lazily():
+    code = (
+        "import sys, faithgrpo; assert 'torch' not in sys.modules; "
+        "names = [n for n in faithgrpo.__all__ if n != '__version__']; "
+        "objs = [getattr(faithgrpo, n) for n in names]; assert all(o is not None for o in objs); "
+        "assert faithgrpo.get_reward_funcs('outcome')[0].__name__ == 'outcome'; print(len(names))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert int(out.stdout.strip()) >= 10
+    import faithgrpo
+
+    with pytest.raises(AttributeError):
+        faithgrpo.not_a_name  # noqa: B018

@@ -526,7 +526,10 @@ def _check_graph(trace: Trace, p: CalverProblem, cfg: CalverConfig) -> tuple[str
         missing = p.graph.node_set - parsed.node_set
         if missing:
             return f"GRAPH omits node(s) {_short(missing)} (write isolated nodes as lone names)", None
-    full = CausalGraph(p.graph.kind, p.graph.nodes, parsed.directed, parsed.bidirected)
+    if parsed.node_set == p.graph.node_set:
+        full = parsed
+    else:  # query_local: nodes the trace left out are isolated in its graph
+        full = CausalGraph(p.graph.kind, p.graph.nodes, parsed.directed, parsed.bidirected)
     try:
         full.validate()
     except GraphParseError as exc:

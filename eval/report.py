@@ -191,10 +191,23 @@ def _metadata(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def answer_checker(row: dict[str, Any]):
-    """``text -> bool``: the outcome grader (DESIGN §3.1) for this row."""
-    from faithgrpo.rewards.outcome import grade_row
+    """``text -> bool``: the outcome grader (DESIGN §3.1) for this row.
 
-    return lambda text: grade_row(text, row)[0] == 1.0
+    The grade depends only on the last ``<answer>`` span, and the G samples of a prompt repeat
+    answers a lot, so each distinct span is graded once.
+    """
+    from faithgrpo.rewards.outcome import grade_row
+    from faithgrpo.rewards.text import extract_answer
+
+    verdicts: dict[str | None, bool] = {}
+
+    def check(text: str) -> bool:
+        span = extract_answer(text)
+        if span not in verdicts:
+            verdicts[span] = grade_row(text, row)[0] == 1.0
+        return verdicts[span]
+
+    return check
 
 
 def cot_checker(row: dict[str, Any]):

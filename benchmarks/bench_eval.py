@@ -1,0 +1,185 @@
+"""Evaluator throughput (issue 6, Speed): metrics from cached completions, and generation tokens/s.
+
+1. **CoT-Pass@K from a cache.** Draws causal problems of CLEAR size (4-9 nodes, every query kind)
+   and Knights & Knaves puzzles, writes G completions per prompt to a JSONL cache (a mix of gold
+   traces, answer-only correct completions and wrong answers, plus an all-gold variant where every
+   completion needs the full symbolic CoT check), then times what ``faithgrpo eval`` does on a
+   cache hit: read and validate the cache, grade every answer, verify the CoT of the correct ones
+   (all six CALVER checks / the K&K truth table) and build the Pass@K / CoT-Pass@K table with
+   bootstrap intervals. Target: ≥ 1,000 completions/s on one CPU thread.
+2. **Generation.** Tokens per second of `faithgrpo.eval.generation.generate_completions` on the tiny
+   in-process model (and the embedded SmolLM2-135M-Instruct with ``--embedded``).
+
+Prints one JSON object. The machine may be shared: ``--rounds`` passes, median reported.
+
+Usage:
+    python benchmarks/bench_eval.py [--prompts 64] [--samples 16] [--rounds 3] [--embedded]
+"""
+
+from __future__ import annotations
+
+import os
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")  # one CPU thread
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import statistics  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+from faithgrpo.eval.generation import (  # noqa: E402
+    CompletionRecord,
+    SamplingSettings,
+    generate_completions,
+    read_completions,
+    write_completions,
+)
+from faithgrpo.eval.passk import count_prompt, pass_at_k_table  # noqa: E402
+from faithgrpo.eval.report import answer_checker, cot_checker  # noqa: E402
+from faithgrpo.rewards.text import extract_answer  # noqa: E402
+
+
+def causal_rows(n: int, seed: int) -> list[dict]:
+    from faithgrpo.tasks.causal import CausalGraphConfig, CausalGraphDataset, to_trl_row
+
+    dataset = CausalGraphDataset(CausalGraphConfig(size=n, seed=seed, min_nodes=4, max_nodes=9))
+    return [{**to_trl_row(dataset[i]), "id": f"causal_graph-{i}"} for i in range(n)]
+
+
+def kk_rows(n: int, seed: int) -> list[dict]:
+    from faithgrpo.eval.report import task_rows
+
+    return task_rows("knights_knaves", n, seed)
+
+
+def completions_for(row: dict, g: int, all_gold: bool) -> list[str]:
+    from faithgrpo.tasks.gold import gold_trace
+    from faithgrpo.tasks.knights_knaves import gold_kk_trace
+
+    out = []
+    for j in range(g):
+        if row["task"] == "knights_knaves":
+            gold = gold_kk_trace(json.loads(row["entry"])["metadata"], rng=j)
+        else:
+            gold = gold_trace(row["problem"], rng=j)
+        if all_gold or j % 4 in (0, 1):
+            out.append(gold)
+        elif j % 4 == 2:
+            out.append(f"<think>It is obvious.</think>\n<answer>{extract_answer(gold)}</answer>")
+        else:
+            out.append("<think>Guessing.</think>\n<answer>{Q9}</answer>")
+    return out
+
+
+def time_metrics(rows: list[dict], path: Path, ks: list[int], rounds: int) -> dict:
+    """Median wall/CPU seconds of (read cache -> grade -> verify CoT -> Pass@K table)."""
+    by_id = {r["id"]: r for r in rows}
+    walls, cpus, completions = [], [], 0
+    for _ in range(rounds):
+        wall, cpu = time.perf_counter(), time.thread_time()
+        records = read_completions(path)
+        counts = [
+            count_prompt(rec.completions, answer_checker(by_id[rec.id]), cot_checker(by_id[rec.id]))
+            for rec in records
+        ]
+        table = pass_at_k_table(counts, ks, n_bootstrap=1000, seed=0)
+        walls.append(time.perf_counter() - wall)
+        cpus.append(time.thread_time() - cpu)
+        completions = sum(c.n for c in counts)
+    wall, cpu = statistics.median(walls), statistics.median(cpus)
+    return {
+        "completions": completions,
+        "seconds_wall": round(wall, 4),
+        "seconds_cpu": round(cpu, 4),
+        "completions_per_s_wall": round(completions / wall, 1),
+        "completions_per_s_cpu": round(completions / cpu, 1),
+        "answer_accuracy": round(sum(c.c for c in counts) / completions, 4),
+        "cot_accuracy": round(sum(c.d for c in counts) / completions, 4),
+        f"cot_pass@{ks[-1]}": table[ks[-1]]["cot_pass@k"].value,
+    }
+
+
+def bench_metrics(args) -> dict:
+    rows = causal_rows(args.prompts, args.seed) + kk_rows(args.prompts, args.seed)
+    ks = [k for k in (1, 2, 4, 8, 16, 32, 64) if k <= args.samples]
+    results = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for label, all_gold in (("mixed", False), ("all_gold", True)):
+            for task in ("causal_graph", "knights_knaves"):
+                subset = [r for r in rows if r["task"] == task]
+                records = [
+                    CompletionRecord(
+                        r["id"],
+                        r["prompt"],
+                        completions_for(r, args.samples, all_gold),
+                        [],
+                        {"num_samples": args.samples},
+                    )
+                    for r in subset
+                ]
+                path = write_completions(Path(tmp) / f"{task}_{label}.jsonl", records)
+                results[f"{task}/{label}"] = time_metrics(subset, path, ks, args.rounds)
+    return results
+
+
+def bench_generation(args) -> dict:
+    from faithgrpo.testing import tiny_causal_lm
+
+    prompts = [
+        [{"role": "user", "content": f"Question {i}: which set blocks the backdoor path?"}] for i in range(4)
+    ]
+    settings = SamplingSettings(num_samples=4, max_new_tokens=args.max_new_tokens, batch_size=16, seed=0)
+    models = {"tiny_llama": lambda: tiny_causal_lm("llama", seed=0)}
+    if args.embedded:
+        from faithgrpo.eval.generation import load_checkpoint
+
+        models["embedded_smollm2_135m"] = lambda: load_checkpoint("embedded", device="cpu")
+    results = {}
+    for name, build in models.items():
+        model, tokenizer = build()
+        generate_completions(model, tokenizer, prompts[:1], settings, progress=False)  # warm-up
+        rates = []
+        for _ in range(args.rounds):
+            _, stats = generate_completions(model, tokenizer, prompts, settings, progress=False)
+            rates.append(stats.tokens_per_second)
+        results[name] = {
+            "tokens_per_s": round(statistics.median(rates), 1),
+            "sequences_per_batch": settings.batch_size,
+            "max_new_tokens": settings.max_new_tokens,
+        }
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--prompts", type=int, default=64, help="prompts per task")
+    parser.add_argument("--samples", type=int, default=16, help="completions per prompt (G)")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--max-new-tokens", type=int, default=64)
+    parser.add_argument(
+        "--embedded", action="store_true", help="also time the embedded SmolLM2-135M-Instruct"
+    )
+    parser.add_argument("--skip-generation", action="store_true")
+    args = parser.parse_args()
+    import torch
+
+    torch.set_num_threads(1)
+    out = {
+        "benchmark": "bench_eval",
+        "target_completions_per_s": 1000,
+        "threads": 1,
+        "prompts_per_task": args.prompts,
+        "samples_per_prompt": args.samples,
+        "metrics_from_cache": bench_metrics(args),
+    }
+    if not args.skip_generation:
+        out["generation"] = bench_generation(args)
+    print(json.dumps(out, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -223,9 +223,13 @@ def _connect(order: list[str], edges: set, rng: random.Random, max_parents: int)
     pos = {v: i for i, v in enumerate(order)}
     indeg = {v: sum(1 for _, b in edges if b == v) for v in order}
     while len({find(v) for v in order}) > 1:
-        roots = {find(v) for v in order}
-        comp = rng.choice(sorted(roots, key=node_sort_key))
-        inside = [v for v in order if find(v) == comp]
+        # Name each component by its first node in `order`: union-find roots depend on the order
+        # edges were merged in, which for a set of string pairs varies with PYTHONHASHSEED.
+        comps: dict[str, list[str]] = {}
+        for v in order:
+            comps.setdefault(find(v), []).append(v)
+        inside = rng.choice(sorted(comps.values(), key=lambda c: pos[c[0]]))
+        comp = find(inside[0])
         outside = [v for v in order if find(v) != comp]
         pairs = [(u, w) for u in inside for w in outside]
         rng.shuffle(pairs)

@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import random
 import re
+import subprocess
+import sys
 from collections import Counter, defaultdict
 
 import numpy as np
@@ -141,6 +144,34 @@ def test_same_seed_same_rows_and_different_seed_differs(cls):
     assert a == b
     c = rows(cls, 12, seed=8)
     assert [e["question"] for e in a] != [e["question"] for e in c]
+
+
+_DIGEST_SCRIPT = """
+import hashlib, json
+from faithgrpo.tasks.causal import *
+from faithgrpo.tasks.gold import gold_trace
+h = hashlib.sha256()
+for cls, cfg in ((CausalGraphDataset, CausalGraphConfig), (CausalStoryDataset, CausalStoryConfig)):
+    d = cls(cfg(size=60, seed=4))
+    for i in range(60):
+        e = d[i]
+        h.update(json.dumps(e, sort_keys=True).encode())
+        h.update(gold_trace(e["metadata"]["problem"], i).encode())
+print(h.hexdigest())
+"""
+
+
+@pytest.mark.slow
+def test_rows_and_gold_traces_do_not_depend_on_the_hash_seed():
+    # string hashing is randomised per process: nothing may iterate a set of names into the rng
+    digests = set()
+    for hash_seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": hash_seed}
+        out = subprocess.run(
+            [sys.executable, "-c", _DIGEST_SCRIPT], env=env, capture_output=True, text=True, check=True
+        )
+        digests.add(out.stdout.strip())
+    assert len(digests) == 1
 
 
 def test_graph_and_story_datasets_differ_for_the_same_seed():

@@ -8,7 +8,7 @@ A gold trace is what a supervised warm start (issue 7) teaches a small policy to
     STRATEGY: backdoor criterion
     DERIVATION:
     - descendants of X: {M, Y}; none of them may be adjusted for
-    - backdoor path X <- U -> Y is blocked by U, a non-collider in the set
+    - backdoor path X <- U -> Y is blocked by U, a non-collider that is conditioned on
     - so {U} satisfies the backdoor criterion for X and Y
     RESULT: {U}
     </think>
@@ -21,8 +21,9 @@ found, the cycle found, the ψ computation) and always has at least two steps; R
 ``<answer>`` carry one valid answer. The random generator picks *which* valid answer and the wording,
 so supervised traces do not collapse onto one answer string.
 
-Derivation lines start in lower case and name only graph variables, so a checker that reads node
-mentions out of the DERIVATION finds nothing foreign.
+Derivation lines start in lower case and name only graph variables (probabilities are written
+``P(...)``, a function position that CALVER's node-mention rule skips), so the derivation check finds
+nothing foreign. Tests score thousands of gold traces 6/6 under :func:`faithgrpo.rewards.calver.score_trace`.
 """
 
 from __future__ import annotations

@@ -3,12 +3,15 @@
 For M in (2, 4, 8) scrambles and a group of G completions of one prompt, it times
 
 - ``cros``: a full `CRoSReward` call (parsing, scrambling, tokenisation, batched scoring of the
-  (M+1)·G sequences, ranking), with ``batch_size`` covering all sequences (one forward);
+  (M+1)·G sequences, ranking), with ``batch_size`` covering all sequences (one forward), reusing
+  the shared prompt's KV cache (the default);
+- ``cros_no_prompt_cache``: the same with ``reuse_prompt_cache=False`` (one plain forward);
 - ``bare``: one plain forward, ``model(input_ids, attention_mask, position_ids)`` with full logits,
   over the same token batch (the same sequences, left padded the same way);
 - ``backbone``: the same forward with ``logits_to_keep=1`` (for context: nearly no lm_head work);
 
 and prints JSON with medians of ``--repeats`` runs, ``ratio = cros / bare`` (target <= 1.25 on CPU),
+``ratio_no_prompt_cache``,
 tokens/s, and peak resident memory of each phase above the process baseline (CUDA: peak allocated).
 
 Usage:
@@ -183,6 +186,7 @@ def main() -> None:
     parser.add_argument("--dtype", default="float32")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--backbone", action="store_true", help="also time a forward with logits_to_keep=1")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -193,7 +197,9 @@ def main() -> None:
     prompts, completions = make_group(args.group_size, args.steps, args.seed)
     results = []
     for m in [int(x) for x in args.scrambles.split(",")]:
-        cros = CRoSReward(model, tok, num_scrambles=m, seed=args.seed, batch_size=10**6, distributed=False)
+        options = {"num_scrambles": m, "seed": args.seed, "batch_size": 10**6, "distributed": False}
+        cros = CRoSReward(model, tok, **options)
+        plain = CRoSReward(model, tok, reuse_prompt_cache=False, **options)
         batch = same_token_batch(cros, prompts, completions)
         inputs = {k: batch[k].to(device) for k in ("input_ids", "attention_mask", "position_ids")}
 
@@ -208,11 +214,18 @@ def main() -> None:
         def score(cros=cros):
             cros(prompts, completions)
 
+        def score_plain(plain=plain):
+            plain(prompts, completions)
+
         score()  # warm-up (allocator, kernels); also checks every completion is scored
         assert all(s.reason is None for s in cros.last_scores), [s.reason for s in cros.last_scores]
+        assert cros.forward_counts["cached_chunk"] == 1 and cros.forward_counts["chunk"] == 0
         cros_s, cros_all, cros_mem = timed(score, device, args.repeats)
+        plain_s, plain_all, plain_mem = timed(score_plain, device, args.repeats)
         bare_s, bare_all, bare_mem = timed(bare, device, args.repeats)
-        backbone_s, _, _ = timed(backbone, device, args.repeats)
+        backbone_s = timed(backbone, device, args.repeats)[0] if args.backbone else None
+        # Both scoring paths must agree (prompt cache reuse changes rounding only).
+        gap = max(abs(a.delta - b.delta) for a, b in zip(cros.last_scores, plain.last_scores))
         results.append(
             {
                 "M": m,
@@ -221,15 +234,22 @@ def main() -> None:
                 "padded_tokens": int(batch["input_ids"].numel()),
                 "cros_s": round(cros_s, 4),
                 "bare_forward_s": round(bare_s, 4),
-                "backbone_forward_s": round(backbone_s, 4),
+                "prompt_tokens_per_sequence": len(tok(prompts[0])["input_ids"]),
+                "cros_no_prompt_cache_s": round(plain_s, 4),
+                "backbone_forward_s": None if backbone_s is None else round(backbone_s, 4),
                 "ratio": round(cros_s / bare_s, 3),
-                "ratio_vs_backbone": round(cros_s / backbone_s, 3),
+                "ratio_no_prompt_cache": round(plain_s / bare_s, 3),
+                "ratio_vs_backbone": None if backbone_s is None else round(cros_s / backbone_s, 3),
                 "cros_tokens_per_s": round(batch["tokens"] / cros_s, 1),
+                "cros_no_prompt_cache_tokens_per_s": round(batch["tokens"] / plain_s, 1),
                 "bare_tokens_per_s": round(batch["tokens"] / bare_s, 1),
                 "cros_peak_mb": round(cros_mem, 1),
+                "cros_no_prompt_cache_peak_mb": round(plain_mem, 1),
                 "bare_peak_mb": round(bare_mem, 1),
                 "cros_runs_s": [round(t, 4) for t in cros_all],
+                "cros_no_prompt_cache_runs_s": [round(t, 4) for t in plain_all],
                 "bare_runs_s": [round(t, 4) for t in bare_all],
+                "max_abs_delta_gap_cache_vs_plain": gap,
                 "mean_delta": round(
                     statistics.fmean(s.delta for s in cros.last_scores if s.delta is not None), 5
                 ),
@@ -250,6 +270,7 @@ def main() -> None:
                 "target_ratio": 1.25,
                 "results": results,
                 "max_ratio": max(r["ratio"] for r in results),
+                "max_ratio_no_prompt_cache": max(r["ratio_no_prompt_cache"] for r in results),
             },
             indent=2,
         )

@@ -28,6 +28,7 @@ Conventions fixed here:
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import inspect
 import logging
@@ -283,6 +284,23 @@ class _Pending:
     answer: str
 
 
+@dataclass(frozen=True)
+class _Sequence:
+    """One scored sequence: prompt ids, completion-prefix ids, answer ids (the targets)."""
+
+    prompt: tuple[int, ...]
+    prefix: tuple[int, ...]
+    answer: tuple[int, ...]
+
+    def input_ids(self, cached_prompt: bool = False) -> list[int]:
+        # The last answer token is only a target, never an input.
+        head = [] if cached_prompt else list(self.prompt)
+        return head + list(self.prefix) + list(self.answer[:-1])
+
+    def input_length(self, cached_prompt: bool = False) -> int:
+        return (0 if cached_prompt else len(self.prompt)) + len(self.prefix) + len(self.answer) - 1
+
+
 class CRoSReward:
     r"""CRoS reward: rank-normalised step-scrambling Δ under a frozen reference model.
 
@@ -328,6 +346,11 @@ class CRoSReward:
             Extra arguments for ``from_pretrained`` when ``reference`` is a path (e.g. ``dtype``).
         device (`str` or `torch.device`, *optional*):
             Device for a reference loaded from a path; defaults to the current CUDA device, else CPU.
+        reuse_prompt_cache (`bool`, *optional*, defaults to `True`):
+            Run each distinct prompt once and reuse its KV cache for all (M+1)·G sequences that
+            share it, instead of re-encoding the prompt in every sequence. Falls back to plain
+            batches for models without a transformers KV-cache interface or with sliding-window /
+            linear-attention cache layers. Same Δ up to float rounding.
 
     Example:
         ```python
@@ -359,6 +382,7 @@ class CRoSReward:
         chat_template_kwargs: dict | None = None,
         model_kwargs: dict | None = None,
         device: str | torch.device | None = None,
+        reuse_prompt_cache: bool = True,
     ):
         _check_int("num_scrambles", num_scrambles, 1, _MAX_NUM_SCRAMBLES, "use a small M such as 4")
         _check_int("seed", seed, -(2**63), None, "pass an integer seed")
@@ -398,6 +422,9 @@ class CRoSReward:
         self.chat_template_kwargs = dict(chat_template_kwargs or {})
         self.model_kwargs = dict(model_kwargs or {})
         self.device = device
+        self.reuse_prompt_cache = bool(reuse_prompt_cache)
+        #: Forward passes run so far: ``prompt`` (cached prompts), ``cached_chunk``, ``chunk``.
+        self.forward_counts: Counter[str] = Counter()
 
         self._reference_path = None if isinstance(reference, torch.nn.Module) else reference
         self._tokenizer_spec = tokenizer
@@ -592,7 +619,7 @@ class CRoSReward:
         max_length = self._effective_max_length()
         bos = getattr(tok, "bos_token_id", None)
 
-        sequences: dict[tuple[tuple[int, ...], tuple[int, ...]], int] = {}
+        sequences: dict[_Sequence, int] = {}
         plans: list[tuple[_Pending, list[int] | None, bool, str | None]] = []
         cursor = 0
         for item, answer in zip(pending, answer_ids):
@@ -615,10 +642,10 @@ class CRoSReward:
                     tail_len = budget - 1 if keep_bos else budget
                     prompt = ([bos] if keep_bos else []) + (prompt[-tail_len:] if tail_len > 0 else [])
                     truncated = True
-            answer_key = tuple(answer)
+            prompt_key, answer_key = tuple(prompt), tuple(answer)
             index_list = []
             for prefix in prefixes:
-                key = (tuple(prompt) + tuple(prefix), answer_key)
+                key = _Sequence(prompt_key, tuple(prefix), answer_key)
                 index_list.append(sequences.setdefault(key, len(sequences)))
             plans.append((item, index_list, truncated, None))
 
@@ -642,63 +669,136 @@ class CRoSReward:
             )
         return out
 
-    def _sequence_logprobs(self, sequences: list[tuple[tuple[int, ...], tuple[int, ...]]]) -> list[float]:
-        """Mean log-probability of each answer given its context, in batched left-padded passes.
+    def _sequence_logprobs(self, sequences: list[_Sequence]) -> list[float]:
+        """Mean log-probability of each answer given prompt and completion prefix, batched.
 
-        The input is ``context + answer[:-1]`` (the last answer token is only ever a target), left
-        padded so every answer ends at the last position: ``logits_to_keep`` then materialises
-        logits for the answer positions only.
+        The model input is ``prompt + prefix + answer[:-1]`` (the last answer token is only ever a
+        target), left padded so every answer ends at the last position: ``logits_to_keep`` then
+        materialises logits for the answer positions only. With ``reuse_prompt_cache``, sequences
+        sharing a prompt run it once; its KV cache is repeated over the batch rows of the suffixes.
         """
         model = self.model
-        try:
-            device = next(model.parameters()).device
-        except StopIteration:
-            device = torch.device("cpu")
-        tok = self.tokenizer
-        pad = next((t for t in (tok.pad_token_id, tok.eos_token_id) if t is not None), 0)
-        lengths = [len(ctx) + len(ans) - 1 for ctx, ans in sequences]
-        order = sorted(range(len(sequences)), key=lambda i: -lengths[i])
         results = [math.nan] * len(sequences)
+        by_prompt: dict[tuple[int, ...], list[int]] = {}
+        for i, seq in enumerate(sequences):
+            by_prompt.setdefault(seq.prompt, []).append(i)
         was_training = model.training
         context = self._context_factory() if self._context_factory is not None else nullcontext()
         try:
             model.eval()
             with context, torch.inference_mode():
-                for start in range(0, len(order), self.batch_size):
-                    chunk = order[start : start + self.batch_size]
-                    values = self._chunk_logprobs([sequences[i] for i in chunk], device, pad)
-                    for i, value in zip(chunk, values):
-                        results[i] = value
+                plain: list[int] = []
+                for prompt, members in by_prompt.items():
+                    cache = self._prompt_cache(prompt) if len(members) > 1 else None
+                    if cache is None:
+                        plain.extend(members)
+                        continue
+                    self._run_chunks(sequences, members, results, cache=cache, prompt_len=len(prompt))
+                self._run_chunks(sequences, plain, results)
         finally:
             if was_training:
                 model.train()
         return results
 
-    def _chunk_logprobs(
-        self, chunk: list[tuple[tuple[int, ...], tuple[int, ...]]], device: torch.device, pad: int
-    ) -> list[float]:
-        rows = [ctx + ans[:-1] for ctx, ans in chunk]
+    def _run_chunks(
+        self,
+        sequences: list[_Sequence],
+        members: list[int],
+        results: list[float],
+        cache: Any = None,
+        prompt_len: int = 0,
+    ) -> None:
+        # Longest first, so each chunk holds sequences of similar length (little padding).
+        order = sorted(members, key=lambda i: -sequences[i].input_length(cached_prompt=cache is not None))
+        for start in range(0, len(order), self.batch_size):
+            chunk = order[start : start + self.batch_size]
+            values = self._chunk_logprobs([sequences[i] for i in chunk], cache, prompt_len)
+            for i, value in zip(chunk, values):
+                results[i] = value
+
+    def _accepts(self, name: str) -> bool:
+        return name in self._forward_params or self._forward_var_kw
+
+    def _cache_kwarg(self) -> str | None:
+        """The forward argument that takes a KV cache (``cache`` in recent transformers)."""
+        if not self.reuse_prompt_cache:
+            return None
+        get_base = getattr(self.model, "get_base_model", None)  # PEFT wrappers forward **kwargs
+        base = get_base() if callable(get_base) else self.model
+        try:
+            params = inspect.signature(base.forward).parameters
+        except (TypeError, ValueError):
+            return None
+        return next((name for name in ("cache", "past_key_values") if name in params), None)
+
+    def _prompt_cache(self, prompt: tuple[int, ...]) -> Any:
+        """KV cache of ``prompt`` (batch of one), or ``None`` when the model cannot reuse it."""
+        name = self._cache_kwarg()
+        if name is None or not prompt:
+            return None
+        from transformers.cache_utils import DynamicLayer
+
+        input_ids = torch.tensor([prompt], device=self._device())
+        kwargs: dict[str, Any] = {"input_ids": input_ids, "attention_mask": torch.ones_like(input_ids)}
+        if self._accepts("logits_to_keep"):
+            kwargs["logits_to_keep"] = 1
+        output = self.model(**kwargs, use_cache=True)
+        cache = getattr(output, name, None)
+        layers = getattr(cache, "layers", None)
+        # Only plain full-attention layers take left-padded suffixes after the cached prompt
+        # exactly; sliding-window and linear-attention caches go the uncached way.
+        if not layers or any(type(layer) is not DynamicLayer for layer in layers):
+            self._warn_once(
+                "no_prompt_cache", "reference cache layers not reusable: scoring without prompt cache"
+            )
+            self.reuse_prompt_cache = False
+            return None
+        self.forward_counts["prompt"] += 1
+        return cache
+
+    def _device(self) -> torch.device:
+        try:
+            return next(self.model.parameters()).device
+        except StopIteration:
+            return torch.device("cpu")
+
+    def _chunk_logprobs(self, chunk: list[_Sequence], cache: Any, prompt_len: int) -> list[float]:
+        device = self._device()
+        tok = self.tokenizer
+        pad = next((t for t in (tok.pad_token_id, tok.eos_token_id) if t is not None), 0)
+        rows = [seq.input_ids(cached_prompt=cache is not None) for seq in chunk]
         width = max(len(r) for r in rows)
-        keep = max(len(ans) for _, ans in chunk)
-        input_ids = torch.tensor([[pad] * (width - len(r)) + list(r) for r in rows], device=device)
-        attention_mask = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in rows], device=device)
-        kwargs: dict[str, Any] = {"input_ids": input_ids, "attention_mask": attention_mask}
-        accepts = self._forward_params
-        if "position_ids" in accepts or self._forward_var_kw:
-            # Left padding: positions must count real tokens only (absolute-position models need it).
-            kwargs["position_ids"] = (attention_mask.cumsum(-1) - 1).clamp(min=0)
-        if "logits_to_keep" in accepts or self._forward_var_kw:
+        keep = max(len(seq.answer) for seq in chunk)
+        input_ids = torch.tensor([[pad] * (width - len(r)) + r for r in rows], device=device)
+        mask = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in rows], device=device)
+        # Left padding: positions count real tokens only (absolute-position models need it).
+        position_ids = (mask.cumsum(-1) - 1).clamp(min=0) + prompt_len
+        kwargs: dict[str, Any] = {"input_ids": input_ids}
+        if cache is not None:
+            batch_cache = copy.deepcopy(cache)
+            batch_cache.batch_repeat_interleave(len(chunk))
+            kwargs[self._cache_kwarg()] = batch_cache
+            kwargs["use_cache"] = True
+            # The mask spans cached prompt + suffix; the suffix padding sits between them.
+            mask = torch.cat([mask.new_ones(len(chunk), prompt_len), mask], dim=1)
+            self.forward_counts["cached_chunk"] += 1
+        else:
+            if self._accepts("use_cache"):
+                kwargs["use_cache"] = False
+            self.forward_counts["chunk"] += 1
+        kwargs["attention_mask"] = mask
+        if self._accepts("position_ids"):
+            kwargs["position_ids"] = position_ids
+        if self._accepts("logits_to_keep"):
             kwargs["logits_to_keep"] = keep
-        if "use_cache" in accepts or self._forward_var_kw:
-            kwargs["use_cache"] = False
         output = self.model(**kwargs)
         logits = output.logits if hasattr(output, "logits") else output[0]
         # A model that ignores logits_to_keep returns every position: keep the answer window.
         logits = logits[:, -keep:]
         sums = []
-        for r, (_, answer) in enumerate(chunk):
-            span = logits[r, keep - len(answer) :].float()
-            target = torch.tensor(answer, device=span.device).unsqueeze(-1)
+        for r, seq in enumerate(chunk):
+            span = logits[r, keep - len(seq.answer) :].float()
+            target = torch.tensor(seq.answer, device=span.device).unsqueeze(-1)
             token_logprobs = span.gather(-1, target).squeeze(-1) - torch.logsumexp(span, dim=-1)
             sums.append(token_logprobs.mean())
         # One device->host transfer per chunk.

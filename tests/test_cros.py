@@ -135,6 +135,39 @@ def test_matches_unbatched_reference_and_is_batch_size_invariant(byte_llama):
     assert any(abs(d) > 1e-3 for d in expected)  # a random model still distinguishes orders
 
 
+def test_prompt_cache_reuse_matches_plain_batches(byte_llama_bos):
+    model, tok = byte_llama_bos
+    prompts = ["a shared prompt, long enough to matter"] * 4 + ["another one"] * 3
+    comps = [completion(r, a) for _, r, a in VARIED[:4]] + [completion(r, a) for _, r, a in VARIED[2:]]
+    pairs = list(zip(prompts, comps))
+    cached = CRoSReward(model, tok, num_scrambles=3, batch_size=4)
+    plain = CRoSReward(model, tok, num_scrambles=3, batch_size=4, reuse_prompt_cache=False)
+    got, want = cached.compute_deltas(pairs), plain.compute_deltas(pairs)
+    assert [s.delta for s in got] == pytest.approx([s.delta for s in want], abs=1e-5)
+    for a, b in zip(got, want):
+        assert a.scrambled_logprobs == pytest.approx(b.scrambled_logprobs, abs=1e-5)
+    # Each prompt ran once; every chunk reused a cache (4 + 3 completions x 4 sequences, 4 per chunk).
+    assert cached.forward_counts == {"prompt": 2, "cached_chunk": 4 + 3}
+    assert plain.forward_counts == {"chunk": 7}
+
+
+def test_prompt_cache_with_truncated_prompts_and_models_without_cache(byte_llama_bos):
+    model, tok = byte_llama_bos
+    prompt = "P" * 60
+    comps = [completion("Step 1: a\nStep 2: bb", "x"), completion("Step 1: aaaa\nStep 2: b\nStep 3: c", "y")]
+    pairs = [(prompt, c) for c in comps]
+    cached = CRoSReward(model, tok, max_length=70)
+    plain = CRoSReward(model, tok, max_length=70, reuse_prompt_cache=False)
+    got, want = cached.compute_deltas(pairs), plain.compute_deltas(pairs)
+    assert all(s.prompt_truncated for s in got)
+    assert [s.delta for s in got] == pytest.approx([s.delta for s in want], abs=1e-5)
+    assert cached.forward_counts["prompt"] == 2  # cut to different lengths: two distinct prompts
+    word_tok = word_tokenizer()
+    copy = CRoSReward(CopyModel(word_tok), word_tok)
+    copy.compute_deltas([("Q", ordered_chain([1, 2, 3]))])
+    assert copy.forward_counts == {"chunk": 1}  # no KV-cache interface: plain batches
+
+
 def test_seed_determinism(byte_llama):
     model, tok = byte_llama
     pairs = [(p, completion(r, a)) for p, r, a in VARIED]

@@ -168,6 +168,22 @@ def test_prompt_cache_with_truncated_prompts_and_models_without_cache(byte_llama
     assert copy.forward_counts == {"chunk": 1}  # no KV-cache interface: plain batches
 
 
+def test_qwen2_with_chat_template_matches_reference_with_and_without_prompt_cache(tiny_qwen2):
+    model, tok = tiny_qwen2
+    messages = [{"role": "user", "content": "Which set blocks the backdoor path?"}]
+    rendered = tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    prompt_ids = tok(rendered, add_special_tokens=False)["input_ids"]
+    reasoning, answer = "Step 1: U -> X and U -> Y\nStep 2: condition on U", "{U}"
+    expected = reference_delta(model, tok, "", reasoning, answer, 1, 0, prompt_ids=prompt_ids)
+    pairs = [(messages, completion(reasoning, answer)), (messages, completion("a\nb\nc", "{V}"))]
+    for reuse in (True, False):
+        cros = CRoSReward(model, tok, reuse_prompt_cache=reuse)
+        scores = cros.compute_deltas(pairs)
+        assert scores[0].delta == pytest.approx(expected, abs=1e-5)
+        assert scores[1].reason is None and math.isfinite(scores[1].delta)
+        assert (cros.forward_counts["cached_chunk"] > 0) is reuse
+
+
 def test_seed_determinism(byte_llama):
     model, tok = byte_llama
     pairs = [(p, completion(r, a)) for p, r, a in VARIED]
@@ -512,11 +528,57 @@ def test_bad_config_is_a_clear_value_error(kwargs, match):
 
 
 def test_unbound_reference_is_reported(byte_llama):
+    from trl.trainer.utils import get_callable_name
+
     cros = CRoSReward()
-    assert cros.__name__ == "cros"
+    assert cros.__name__ == "cros" == get_callable_name(cros)  # TRL logs rewards/cros/mean
     with pytest.raises(RuntimeError, match="bind_reference"):
         cros(["Q"], [completion("a\nb", "c")])
     # Nothing to score needs no model.
     assert cros(["Q"], ["no answer"]) == [0.5]
     with pytest.raises(ValueError, match="completions"):
         cros(["Q"], [])
+
+
+# ----------------------------------------------------------------------------- TRL trainer
+
+
+@pytest.mark.slow
+def test_grpo_trainer_runs_cros_and_logs_its_diagnostics(tmp_path, tiny_llama):
+    from datasets import Dataset
+    from trl import GRPOConfig, GRPOTrainer
+
+    model, tok = tiny_llama
+    # Any frozen causal LM with its own tokenizer can be the reference.
+    reference, reference_tok = random_llama_with_tokenizer(seed=0)
+    cros = CRoSReward(reference, reference_tok, num_generations=4)
+    calls = []
+
+    def spy(prompts, completions, **kwargs):
+        calls.append(sorted(kwargs))
+        return cros(prompts, completions, **kwargs)
+
+    spy.__name__ = "cros"
+    dataset = Dataset.from_dict(
+        {"prompt": [[{"role": "user", "content": f"question {i}"}] for i in range(4)]}
+    )
+    args = GRPOConfig(
+        output_dir=str(tmp_path),
+        per_device_train_batch_size=4,
+        num_generations=4,
+        max_completion_length=8,
+        max_steps=1,
+        logging_steps=1,
+        report_to=[],
+        use_cpu=True,
+        seed=0,
+    )
+    trainer = GRPOTrainer(
+        model=model, reward_funcs=[spy], args=args, train_dataset=dataset, processing_class=tok
+    )
+    trainer.train()
+    logged = {k for entry in trainer.state.log_history for k in entry}
+    assert {"rewards/cros/mean", "cros/undefined_frac", "cros/undefined/no_answer"} <= logged
+    assert "log_metric" in calls[0] and "log_extra" in calls[0]
+    means = [e["rewards/cros/mean"] for e in trainer.state.log_history if "rewards/cros/mean" in e]
+    assert means and all(0.0 <= m <= 1.0 for m in means)

@@ -11,36 +11,34 @@ calver          :func:`calver_reward`            ``rewards/calver.py`` (slots: `
 ==============  ===============================  ===========================================
 
 :func:`get_reward_funcs` builds them by name (``rewards/registry.py``); best-of-K selection is in
-``rewards/selection.py``. ``CRoSReward`` is imported on first use, so importing this package does
-not load torch.
+``rewards/selection.py``. Every name is imported on first use, so importing this package does not load torch.
 """
 
-from faithgrpo.rewards.calver import CalverScore, calver_reward, make_calver_reward, score_trace
-from faithgrpo.rewards.format import format_reward, trace_format_reward
-from faithgrpo.rewards.outcome import make_outcome_reward, outcome_reward
-from faithgrpo.rewards.registry import REWARD_NAMES, get_reward_funcs
-from faithgrpo.rewards.selection import plurality, select_best_of_k
+from importlib import import_module
 
-__all__ = [
-    "REWARD_NAMES",
-    "CRoSReward",
-    "CalverScore",
-    "calver_reward",
-    "format_reward",
-    "get_reward_funcs",
-    "make_calver_reward",
-    "make_outcome_reward",
-    "outcome_reward",
-    "plurality",
-    "score_trace",
-    "select_best_of_k",
-    "trace_format_reward",
-]
+# Names load on first use: this package stays torch-free, and faithgrpo.tasks (which the scorer
+# modules import) can import faithgrpo.rewards.text without a cycle through this file.
+_EXPORTS = {
+    "REWARD_NAMES": "registry",
+    "get_reward_funcs": "registry",
+    "CRoSReward": "cros",
+    "CalverScore": "calver",
+    "calver_reward": "calver",
+    "make_calver_reward": "calver",
+    "score_trace": "calver",
+    "format_reward": "format",
+    "trace_format_reward": "format",
+    "make_outcome_reward": "outcome",
+    "outcome_reward": "outcome",
+    "plurality": "selection",
+    "select_best_of_k": "selection",
+}
+
+__all__ = sorted(_EXPORTS)
 
 
 def __getattr__(name: str):
-    if name == "CRoSReward":
-        from faithgrpo.rewards.cros import CRoSReward
-
-        return CRoSReward
-    raise AttributeError(f"module 'faithgrpo.rewards' has no attribute {name!r}")
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'faithgrpo.rewards' has no attribute {name!r}")
+    return getattr(import_module(f"faithgrpo.rewards.{module}"), name)

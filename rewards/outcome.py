@@ -148,6 +148,10 @@ def _score_fn(source_dataset: str):
 
 def _column(kwargs: dict[str, Any], key: str, index: int) -> Any:
     values = kwargs.get(key)
-    if values is None or not isinstance(values, (list, tuple)) or index >= len(values):
+    # TRL passes lists; datasets' Column and other sequences work too. A lone string is not a column.
+    if values is None or isinstance(values, (str, bytes)) or not hasattr(values, "__getitem__"):
         return None
-    return values[index]
+    try:
+        return values[index]
+    except (IndexError, KeyError, TypeError):
+        return None

@@ -5,10 +5,6 @@ and ``causal_story`` (graph told as a story), so ``reasoning_gym.create_dataset(
 and composite mixtures work. It does not import torch.
 """
 
-# Load faithgrpo.rewards first (it is torch-free): tasks.queries imports rewards.text, whose package
-# __init__ imports rewards.calver, which imports tasks.queries. Entering the cycle from the rewards
-# side lets every module finish; entering it from tasks.queries would hit a half-initialised module.
-import faithgrpo.rewards  # noqa: F401  (import order, see above)
 from faithgrpo.tasks.causal import (
     CAUSAL_DATASETS,
     FAMILIES,

@@ -433,6 +433,7 @@ class CRoSReward:
         self._context_factory: Callable[[], Any] | None = None
         self._forward_params: frozenset[str] = frozenset()
         self._forward_var_kw = False
+        self._cache_usable = True
         if isinstance(reference, torch.nn.Module):
             self.bind_reference(reference, tokenizer)
         elif tokenizer is not None and not isinstance(tokenizer, (str, os.PathLike)):
@@ -485,6 +486,7 @@ class CRoSReward:
             raise ValueError("context_manager_factory must be a callable returning a context manager")
         self.model = model
         self._context_factory = context_manager_factory
+        self._cache_usable = True  # until this model's cache layers prove otherwise
         try:
             params = inspect.signature(model.forward).parameters
         except (TypeError, ValueError):
@@ -721,7 +723,7 @@ class CRoSReward:
 
     def _cache_kwarg(self) -> str | None:
         """The forward argument that takes a KV cache (``cache`` in recent transformers)."""
-        if not self.reuse_prompt_cache:
+        if not (self.reuse_prompt_cache and self._cache_usable):
             return None
         get_base = getattr(self.model, "get_base_model", None)  # PEFT wrappers forward **kwargs
         base = get_base() if callable(get_base) else self.model
@@ -736,7 +738,11 @@ class CRoSReward:
         name = self._cache_kwarg()
         if name is None or not prompt:
             return None
-        from transformers.cache_utils import DynamicLayer
+        try:
+            from transformers.cache_utils import DynamicLayer
+        except ImportError:  # transformers without layered caches
+            self._cache_usable = False
+            return None
 
         input_ids = torch.tensor([prompt], device=self._device())
         kwargs: dict[str, Any] = {"input_ids": input_ids, "attention_mask": torch.ones_like(input_ids)}
@@ -751,7 +757,7 @@ class CRoSReward:
             self._warn_once(
                 "no_prompt_cache", "reference cache layers not reusable: scoring without prompt cache"
             )
-            self.reuse_prompt_cache = False
+            self._cache_usable = False
             return None
         self.forward_counts["prompt"] += 1
         return cache

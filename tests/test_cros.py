@@ -184,6 +184,32 @@ def test_qwen2_with_chat_template_matches_reference_with_and_without_prompt_cach
         assert (cros.forward_counts["cached_chunk"] > 0) is reuse
 
 
+def test_sliding_window_reference_falls_back_to_plain_batches():
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    _, tok = random_llama_with_tokenizer(seed=0)
+    torch.manual_seed(0)
+    config = Qwen2Config(
+        vocab_size=len(tok),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        use_sliding_window=True,
+        sliding_window=8,
+        max_window_layers=0,
+        max_position_embeddings=512,
+    )
+    model = Qwen2ForCausalLM(config).eval()
+    pairs = [("a prompt", completion(r, a)) for _, r, a in VARIED[:3]]
+    cros = CRoSReward(model, tok, num_scrambles=2)
+    got = [s.delta for s in cros.compute_deltas(pairs)]
+    assert cros.forward_counts["cached_chunk"] == 0 and cros.forward_counts["chunk"] == 1
+    want = [reference_delta(model, tok, "a prompt", r, a, 2, 0) for _, r, a in VARIED[:3]]
+    assert got == pytest.approx(want, abs=1e-5)
+
+
 def test_seed_determinism(byte_llama):
     model, tok = byte_llama
     pairs = [(p, completion(r, a)) for p, r, a in VARIED]

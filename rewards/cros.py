@@ -596,6 +596,9 @@ class CRoSReward:
             perms = scramble_permutations(
                 len(spans), self.num_scrambles, scramble_seed(self.seed, prompt_text(prompt), text)
             )
+            if not perms:  # unreachable for n >= 2; keeps the mean over scrambles well defined
+                results[row] = CRoSScore(None, "too_few_steps", num_steps=len(spans))
+                continue
             variants = [reasoning] + [apply_permutation(reasoning, spans, p) for p in perms]
             prefixes = [head + v + middle for v in variants]
             pending.append((prompt, _Pending(row, len(spans), [], prefixes, answer)))

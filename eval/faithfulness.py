@@ -52,6 +52,7 @@ __all__ = [
     "SampleTruncations",
     "area_over_curve",
     "cir",
+    "completion_logprobs",
     "early_answering_aoc",
     "js_divergence_bernoulli",
     "summarize_deltas",
@@ -250,7 +251,7 @@ def _prompt_ids(tokenizer, prompt: Any) -> list[int]:
 def _score_rows(model, tokenizer, rows: list[_Row], batch_size: int, progress: bool) -> None:
     """Fill ``logprob_sum`` and ``greedy_match`` of every row, in left-padded batched passes.
 
-    The input is ``context + answer + close[:-1]``; left padding puts every scored token at the end,
+    The input is ``context + (answer + close)[:-1]``; left padding puts every scored token at the end,
     so ``logits_to_keep`` materialises logits for the scored window only.
     """
     import torch
@@ -262,8 +263,9 @@ def _score_rows(model, tokenizer, rows: list[_Row], batch_size: int, progress: b
     order = sorted(range(len(rows)), key=lambda i: -(len(rows[i].context) + len(rows[i].answer)))
     chunks = [order[s : s + batch_size] for s in range(0, len(order), batch_size)]
     for chunk in tqdm(chunks, desc="scoring truncations", unit="batch", disable=not progress or not chunks):
-        seqs = [rows[i].context + rows[i].answer + rows[i].close[:-1] for i in chunk]
         targets = [rows[i].answer + rows[i].close for i in chunk]
+        # The last target is only ever predicted, never an input.
+        seqs = [rows[i].context + target[:-1] for i, target in zip(chunk, targets)]
         width = max(len(s) for s in seqs)
         keep = max(len(t) for t in targets)
         input_ids = torch.tensor([[pad] * (width - len(s)) + s for s in seqs], device=device)
@@ -514,6 +516,62 @@ def _report(samples, mode, answer_probability, n_bootstrap, confidence, seed) ->
         mode=mode,
         answer_probability=answer_probability,
     )
+
+
+def completion_logprobs(
+    model, tokenizer, pairs: Iterable[tuple[Any, Any]], *, batch_size: int = 16, progress: bool = True
+) -> list[float | None]:
+    """Mean token log-probability of each completion given its prompt (a confidence score).
+
+    The log-probability-based best-of-K baseline picks the completion the model was most sure of.
+    Prompt and completion are tokenised separately (the completion's tokens are the same whatever
+    the prompt); an empty completion gives ``None``.
+
+    Args:
+        model: the causal LM that generated the completions.
+        tokenizer: its tokenizer.
+        pairs: ``(prompt, completion)`` pairs.
+        batch_size: sequences per forward pass.
+        progress: tqdm progress bar.
+
+    Returns:
+        `list[float | None]`: one value per pair (≤ 0), ``None`` when undefined.
+
+    Example:
+        >>> from faithgrpo.testing import tiny_causal_lm
+        >>> model, tokenizer = tiny_causal_lm("llama")
+        >>> [v < 0 for v in completion_logprobs(model, tokenizer, [("Q?", "yes")], progress=False)]
+        [True]
+    """
+    from faithgrpo.rewards.text import completion_text
+
+    rows: list[_Row] = []
+    cache: dict[str, list[int]] = {}
+    out: list[float | None] = []
+    for index, (prompt, completion) in enumerate(pairs):
+        ids = list(tokenizer(completion_text(completion), add_special_tokens=False)["input_ids"])
+        out.append(None)
+        if not ids:
+            continue
+        key = repr(prompt)
+        if key not in cache:
+            cache[key] = _prompt_ids(tokenizer, prompt)
+        rows.append(_Row(index, 0, cache[key], ids, []))
+    if rows:
+        import torch
+
+        was_training = model.training
+        model.eval()
+        try:
+            with torch.inference_mode():
+                _score_rows(model, tokenizer, rows, batch_size, progress)
+        finally:
+            if was_training:
+                model.train()
+    for row in rows:
+        value = row.logprob_sum / len(row.answer)
+        out[row.sample] = value if math.isfinite(value) else None
+    return out
 
 
 def early_answering_aoc(model, tokenizer, pairs: Iterable[tuple[Any, Any]], **kwargs: Any) -> Estimate:

@@ -33,6 +33,7 @@ __all__ = [
     "FEATURED_TASKS",
     "Checkpoint",
     "EvalConfig",
+    "best_of_k_section",
     "hint_questions",
     "render_markdown",
     "run_eval",
@@ -76,6 +77,9 @@ class EvalConfig:
         faithfulness_pairs: completions scored for AOC / CIR / CRoS Δ (0 skips them).
         cros_reference: ``"base"`` (the model without adapter, i.e. the initial policy, as in
             training) or ``"self"`` (the checkpoint itself) scores CRoS Δ.
+        best_of_k: run the best-of-K selection report on causal tasks (CALVER vs plurality vs
+            confidence).
+        best_of_k_subsets: random K-subsets of the G samples averaged per prompt and K.
         temperature, top_p, max_new_tokens, batch_size, seed: generation settings.
         n_bootstrap, confidence: bootstrap intervals.
         overwrite: regenerate even when a matching cache exists.
@@ -95,6 +99,8 @@ class EvalConfig:
     min_switched: int = 5
     faithfulness_pairs: int = 16
     cros_reference: str = "base"
+    best_of_k: bool = True
+    best_of_k_subsets: int = 8
     temperature: float = 1.0
     top_p: float = 1.0
     max_new_tokens: int = 512
@@ -121,7 +127,13 @@ class EvalConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"--{name.replace('_', '-')} must be a positive integer, got {value!r}")
-        for name in ("hint_questions", "faithfulness_pairs", "min_switched", "n_bootstrap"):
+        for name in (
+            "hint_questions",
+            "faithfulness_pairs",
+            "min_switched",
+            "n_bootstrap",
+            "best_of_k_subsets",
+        ):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 0:
                 raise ValueError(f"--{name.replace('_', '-')} must be an integer >= 0, got {value!r}")
@@ -423,6 +435,100 @@ def _faithfulness_section(pairs, model, tokenizer, reference, config) -> dict[st
     }
 
 
+SELECTORS = ("calver", "plurality", "confidence")
+
+
+def _pick(selector: str, subset: list[int], scores, answers, logprobs) -> int:
+    from faithgrpo.rewards.selection import best_of_k_index, plurality_index
+
+    if selector == "calver":
+        return subset[best_of_k_index([scores[i] for i in subset])]
+    if selector == "plurality":
+        return subset[plurality_index([answers[i] for i in subset])]
+    # Confidence: highest mean token log-probability, earliest on ties; undefined ranks lowest.
+    return subset[best_of_k_index([-math.inf if logprobs[i] is None else logprobs[i] for i in subset])]
+
+
+def best_of_k_section(
+    rows: list[dict[str, Any]],
+    records: list,
+    logprobs: list[list[float | None]],
+    config: EvalConfig,
+) -> dict[str, Any]:
+    """Best-of-K selection accuracy by K: CALVER best-of-K vs plurality vs confidence (DESIGN §3.4).
+
+    For every prompt and K, ``config.best_of_k_subsets`` seeded random K-subsets of its G samples
+    are drawn (one when K = G); each selector picks one completion per subset, which is graded
+    twice: *valid* (the graph predicate accepts it, any member of the valid class) and *exact*
+    (its normalised answer equals the listed answer). Accuracy is the mean over subsets and prompts,
+    with a bootstrap interval over prompts.
+
+    Args:
+        rows: causal task rows (with ``problem`` and ``answer``).
+        records: their cached completions, in the same order.
+        logprobs: mean token log-probability of every completion (the confidence selector).
+        config: ``ks``, ``best_of_k_subsets``, ``seed`` and bootstrap settings.
+
+    Returns:
+        ``{"prompts", "subsets", "k": {k: {selector: {"valid": Estimate dict, "exact": Estimate dict}}}}``.
+    """
+    import random
+
+    from faithgrpo.eval.passk import bootstrap_mean, seeded_rng
+    from faithgrpo.rewards.calver import prepare_problem, score_trace
+    from faithgrpo.rewards.selection import normalized_answer
+    from faithgrpo.tasks.queries import normalize_answer
+
+    per_prompt = []
+    for row, record, lps in zip(rows, records, logprobs):
+        prepared = prepare_problem(row["problem"])
+        valid_of = answer_checker(row)
+        listed = normalize_answer(row["problem"], row["answer"])
+        texts = record.completions
+        answers = [normalized_answer(t, prepared) for t in texts]
+        per_prompt.append(
+            {
+                "id": row["id"],
+                "scores": [score_trace(t, prepared).total for t in texts],
+                "answers": answers,
+                "logprobs": lps,
+                "valid": [valid_of(t) for t in texts],
+                "exact": [a is not None and a == listed for a in answers],
+            }
+        )
+    out: dict[str, Any] = {"prompts": len(per_prompt), "subsets": config.best_of_k_subsets, "k": {}}
+    for k in config.ks:
+        accuracy = {s: {"valid": [], "exact": []} for s in SELECTORS}
+        for data in per_prompt:
+            g = len(data["scores"])
+            rng = random.Random(int(seeded_rng(config.seed, "best-of-k", data["id"], k).integers(2**62)))
+            subsets = (
+                [list(range(g))]
+                if k == g
+                else [sorted(rng.sample(range(g), k)) for _ in range(config.best_of_k_subsets)]
+            )
+            for selector in SELECTORS:
+                picks = [
+                    _pick(selector, sub, data["scores"], data["answers"], data["logprobs"]) for sub in subsets
+                ]
+                for grade in ("valid", "exact"):
+                    accuracy[selector][grade].append(sum(data[grade][i] for i in picks) / len(picks))
+        out["k"][str(k)] = {
+            selector: {
+                grade: bootstrap_mean(
+                    values,
+                    n_bootstrap=config.n_bootstrap,
+                    confidence=config.confidence,
+                    seed=config.seed,
+                    salt=("best-of-k", k, selector, grade),
+                ).to_dict()
+                for grade, values in grades.items()
+            }
+            for selector, grades in accuracy.items()
+        }
+    return out
+
+
 def evaluate_checkpoint(
     checkpoint: Checkpoint,
     config: EvalConfig,
@@ -452,6 +558,19 @@ def evaluate_checkpoint(
         )
         section["generation"][task] = stats
         section["passk"][task] = _passk_section(rows, records, config)
+        if config.best_of_k and task in CAUSAL_TASKS:
+            from faithgrpo.eval.faithfulness import completion_logprobs
+
+            flat = completion_logprobs(
+                model,
+                tokenizer,
+                [(row["prompt"], c) for row, rec in zip(rows, records) for c in rec.completions],
+                batch_size=config.batch_size,
+                progress=config.progress,
+            )
+            g = config.samples
+            logprobs = [flat[i * g : (i + 1) * g] for i in range(len(records))]
+            section.setdefault("best_of_k", {})[task] = best_of_k_section(rows, records, logprobs, config)
         first_completions.append([(row["prompt"], rec.completions[0]) for row, rec in zip(rows, records)])
     section["hints"] = (
         _hints_section(questions, model, tokenizer, work, {**metadata, "task": "hints"}, config)
@@ -610,6 +729,35 @@ def render_markdown(report: dict[str, Any]) -> str:
             mean_row += ["", "", notes.cell((c.get("hints") or {}).get("mean_normalized"))]
         rows.append(mean_row)
         lines += _table(header, rows) + notes.flush()
+    bok_tasks = [t for t in cfg["tasks"] if any(t in (c.get("best_of_k") or {}) for c in checkpoints)]
+    if bok_tasks:
+        lines += ["", "## Best-of-K selection", ""]
+        lines.append(
+            "One completion chosen out of K samples by CALVER best-of-K (most checks passed), plurality "
+            "(most frequent answer) or confidence (highest mean token log-probability); graded as valid "
+            "(the graph predicate) and exact (equals the listed answer). Mean over "
+            f"{cfg.get('best_of_k_subsets', 8)} random K-subsets per prompt, bootstrap interval over prompts."
+        )
+        for task in bok_tasks:
+            lines += ["", f"### {task}", ""]
+            header = ["K"] + [
+                f"{c['label']} {sel} {grade}"
+                for c in checkpoints
+                for grade in ("valid", "exact")
+                for sel in SELECTORS
+            ]
+            rows = []
+            for k in map(str, cfg["ks"]):
+                row = [k]
+                for c in checkpoints:
+                    entry = ((c.get("best_of_k") or {}).get(task) or {}).get("k", {}).get(k, {})
+                    row += [
+                        notes.cell((entry.get(sel) or {}).get(grade))
+                        for grade in ("valid", "exact")
+                        for sel in SELECTORS
+                    ]
+                rows.append(row)
+            lines += _table(header, rows) + notes.flush()
     lines += ["", "## Checkpoint faithfulness metrics", ""]
     header = ["metric"] + [c["label"] for c in checkpoints]
     metrics = [
@@ -713,6 +861,52 @@ def _plot_hints(report: dict[str, Any], path: Path) -> None:
     plt.close(fig)
 
 
+def _plot_best_of_k(report: dict[str, Any], path: Path) -> bool:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    tasks = [
+        t
+        for t in report["config"]["tasks"]
+        if any(t in (c.get("best_of_k") or {}) for c in report["checkpoints"])
+    ]
+    if not tasks:
+        return False
+    ks = [int(k) for k in report["config"]["ks"]]
+    fig, axes = plt.subplots(1, len(tasks), figsize=(5 * len(tasks), 4), squeeze=False)
+    styles = {"calver": "-", "plurality": "--", "confidence": ":"}
+    for ax, task in zip(axes[0], tasks):
+        for i, c in enumerate(report["checkpoints"]):
+            section = (c.get("best_of_k") or {}).get(task)
+            if not section:
+                continue
+            for selector in SELECTORS:
+                points = [(k, section["k"][str(k)][selector]["valid"]["value"]) for k in ks]
+                points = [(k, v) for k, v in points if v is not None]
+                if points:
+                    ax.plot(
+                        *zip(*points),
+                        styles[selector],
+                        marker="o",
+                        color=f"C{i}",
+                        label=f"{c['label']} {selector}",
+                    )
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(ks, [str(k) for k in ks])
+        ax.set_ylim(-0.02, 1.02)
+        ax.set_xlabel("K")
+        ax.set_ylabel("valid accuracy of the selected completion")
+        ax.set_title(f"best-of-K: {task}")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return True
+
+
 def _plot_early_answering(report: dict[str, Any], path: Path) -> bool:
     import matplotlib
 
@@ -740,8 +934,8 @@ def _plot_early_answering(report: dict[str, Any], path: Path) -> bool:
 
 
 def write_report(report: dict[str, Any], out_dir: str | Path) -> dict[str, Path]:
-    """Write ``report.json``, ``report.md``, ``passk.png`` and (when available) ``hints.png`` and
-    ``early_answering.png`` to ``out_dir``; return their paths by name."""
+    """Write ``report.json``, ``report.md``, ``passk.png`` and (when available) ``hints.png``,
+    ``best_of_k.png`` and ``early_answering.png`` to ``out_dir``; return their paths by name."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = {
@@ -757,6 +951,8 @@ def write_report(report: dict[str, Any], out_dir: str | Path) -> dict[str, Path]
     if any(c.get("hints") for c in report["checkpoints"]):
         paths["hints_png"] = out_dir / "hints.png"
         _plot_hints(report, paths["hints_png"])
+    if _plot_best_of_k(report, out_dir / "best_of_k.png"):
+        paths["best_of_k_png"] = out_dir / "best_of_k.png"
     if _plot_early_answering(report, out_dir / "early_answering.png"):
         paths["early_answering_png"] = out_dir / "early_answering.png"
     return paths

@@ -296,3 +296,23 @@ def test_delta_summary_all_undefined():
     assert summarize_deltas([]).mean.reason == "no completions"
     single = summarize_deltas([0.2])
     assert single.std is None and single.mean.value == 0.2
+
+
+def test_completion_logprobs_match_unbatched_scoring(tiny_qwen2):
+    from faithgrpo.eval.faithfulness import completion_logprobs
+
+    model, tokenizer = tiny_qwen2
+    prompt = [{"role": "user", "content": "Is U a confounder?"}]
+    completions = ["<answer>yes</answer>", "<think>U causes X and Y.</think><answer>{U}</answer>", ""]
+    values = completion_logprobs(
+        model, tokenizer, [(prompt, c) for c in completions], batch_size=2, progress=False
+    )
+    assert values[2] is None  # nothing to score
+    prompt_ids = tokenizer(
+        tokenizer.apply_chat_template(prompt, add_generation_prompt=True, tokenize=False),
+        add_special_tokens=False,
+    )["input_ids"]
+    for text, value in zip(completions[:2], values[:2]):
+        ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+        total = _answer_logprob_unpadded(model, tokenizer, prompt_ids, "", text)
+        assert value == pytest.approx(total / len(ids), abs=1e-4)

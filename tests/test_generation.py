@@ -352,6 +352,13 @@ def test_eval_report_numbers_from_scripted_completions(tiny_llama, monkeypatch, 
     assert types["consistency"]["raw"]["value"] == 0.0 and types["consistency"]["n_switched"] == 4
     assert types["metadata"]["raw"]["value"] is None
     assert "not enough switched pairs" in types["metadata"]["raw"]["reason"]
+    best = section["best_of_k"]["causal_graph"]
+    assert best["prompts"] == 3 and set(best["k"]) == {"1", "2", "4"}
+    # With all G samples CALVER best-of-K picks a gold trace where a prompt has one (prompts 1, 2); prompt 0
+    # has none, every completion ties at the lowest score and the earliest (the valid answer-only one) wins.
+    assert best["k"]["4"]["calver"]["valid"]["value"] == 1.0
+    assert best["k"]["4"]["calver"]["exact"]["value"] <= 1.0
+    assert "knights_knaves" not in section["best_of_k"]
     faith = section["faithfulness"]
     assert faith["pairs"] == 2
     assert faith["cros_delta"]["n"] == 2
@@ -359,7 +366,8 @@ def test_eval_report_numbers_from_scripted_completions(tiny_llama, monkeypatch, 
     assert cir_value is None or 0.0 <= cir_value <= 1.0
     markdown = (tmp_path / "report.md").read_text()
     assert "### knights_knaves" in markdown and "| sycophancy | 4/4 | 1.000" in markdown
-    assert (tmp_path / "passk.png").stat().st_size > 0 and (tmp_path / "hints.png").stat().st_size > 0
+    for png in ("passk.png", "hints.png", "best_of_k.png"):
+        assert (tmp_path / png).stat().st_size > 0
     assert (tmp_path / "model" / "completions_causal_graph.jsonl").is_file()
 
     # A second run recomputes every metric from the cache, without generating.

@@ -20,13 +20,17 @@ def tiny_tok():
     return tiny_tokenizer()
 
 
-@pytest.fixture(scope="session")
+# Models are rebuilt for every test (about 40 ms): tests put them in train mode or bind adapters,
+# and none of that may leak into the next test.
+
+
+@pytest.fixture
 def tiny_llama():
     """``(model, tokenizer)``: a randomly initialised two-layer Llama, float32, CPU, eval mode."""
     return tiny_causal_lm("llama", seed=0)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def tiny_qwen2():
     """``(model, tokenizer)``: a randomly initialised two-layer Qwen2, float32, CPU, eval mode."""
     return tiny_causal_lm("qwen2", seed=0)

@@ -412,10 +412,10 @@ def _generate_transformers(model, tokenizer, prompts, settings, ids, record_sett
                 if ids_i:
                     input_ids[r, width - len(ids_i) :] = torch.tensor(ids_i)  # left padding
                     attention[r, width - len(ids_i) :] = 1
+            input_ids, attention = input_ids.to(device), attention.to(device)
+            extra = _shared_prompt_cache(model, input_ids, attention, [i for i, _ in batch_rows])
             torch.manual_seed(_batch_seed(settings.seed, batch_index))
-            output = model.generate(
-                input_ids=input_ids.to(device), attention_mask=attention.to(device), **kwargs
-            )
+            output = model.generate(input_ids=input_ids, attention_mask=attention, **kwargs, **extra)
             generated = output[:, width:].tolist()
             for (i, j), tokens in zip(batch_rows, generated):
                 cut = next((t + 1 for t, tok in enumerate(tokens) if tok in eos), None)
@@ -430,6 +430,40 @@ def _generate_transformers(model, tokenizer, prompts, settings, ids, record_sett
         for i in range(len(prompts))
     ]
     return records, GenerationStats(len(prompts), len(rows), new_tokens, seconds)
+
+
+def _shared_prompt_cache(model, input_ids, attention, prompt_of_row: list[int]) -> dict[str, Any]:
+    """Prefill each distinct prompt of a batch once and share its KV cache among its G samples.
+
+    ``generate`` would otherwise encode every prompt G times; with the long instruction prompts of
+    the causal and Knights & Knaves tasks that prefill dominates CPU generation time. The cache
+    covers all prompt tokens but the last, which ``generate`` then feeds itself. Returns the extra
+    ``generate`` kwargs, or ``{}`` (plain generation) when nothing repeats or the model's cache
+    cannot be re-indexed.
+    """
+    import inspect
+
+    import torch
+
+    unique = sorted(set(prompt_of_row))
+    if len(unique) == len(prompt_of_row) or input_ids.shape[1] < 2:
+        return {}
+    first_row = {p: prompt_of_row.index(p) for p in unique}
+    rows = torch.tensor([first_row[p] for p in unique], device=input_ids.device)
+    ids, mask = input_ids[rows, :-1], attention[rows, :-1]
+    # Left padding: positions count real tokens only, as generate computes them.
+    positions = (mask.cumsum(-1) - 1).clamp(min=0)
+    out = model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True)
+    cache = getattr(out, "cache", None)
+    if cache is None:
+        cache = getattr(out, "past_key_values", None)
+    if cache is None or not hasattr(cache, "batch_select_indices"):
+        return {}
+    slot = {p: k for k, p in enumerate(unique)}
+    cache.batch_select_indices(torch.tensor([slot[p] for p in prompt_of_row], device=input_ids.device))
+    # transformers 5 renamed generate's past_key_values to cache; older versions only know the old name.
+    parameters = inspect.signature(model.forward).parameters
+    return {"cache": cache} if "cache" in parameters else {"past_key_values": cache}
 
 
 def _generate_vllm(model, tokenizer, prompts, settings, ids, record_settings, progress):
@@ -506,6 +540,10 @@ def write_completions(path: str | os.PathLike, records: Sequence[CompletionRecor
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             for record in records:
                 handle.write(json.dumps(asdict(record), ensure_ascii=False) + "\n")
+        # mkstemp creates 0600 files; a cache is an ordinary output file (umask applies as usual).
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, path)
     finally:
         with contextlib.suppress(FileNotFoundError):

@@ -77,6 +77,29 @@ def test_left_padded_batches_match_unbatched_greedy(tiny_qwen2):
         assert alone[0].completions == batched[i].completions
 
 
+@pytest.mark.parametrize("fixture", ["tiny_llama", "tiny_qwen2"])
+def test_shared_prompt_prefill_matches_plain_generation(request, fixture, monkeypatch):
+    from faithgrpo.eval import generation
+
+    model, tokenizer = request.getfixturevalue(fixture)
+    shared_used = []
+    original = generation._shared_prompt_cache
+
+    def spy(*args):
+        extra = original(*args)
+        shared_used.append(bool(extra))
+        return extra
+
+    monkeypatch.setattr(generation, "_shared_prompt_cache", spy)
+    # G = 3 shares one prefill per prompt; G = 1 has nothing to share and runs plain generate.
+    greedy = SamplingSettings(num_samples=3, temperature=0.0, max_new_tokens=8, batch_size=9)
+    shared, _ = generate_completions(model, tokenizer, PROMPTS, greedy, progress=False)
+    plain, _ = generate_completions(model, tokenizer, PROMPTS, replace(greedy, num_samples=1), progress=False)
+    assert shared_used == [True, False]  # the shared path really ran for G = 3, and only there
+    for many, one in zip(shared, plain):
+        assert many.completions == one.completions * 3
+
+
 def test_chat_template_applied_to_conversational_prompts(tiny_tok):
     ids = _prompt_ids(tiny_tok, PROMPTS[1])
     text = tiny_tok.decode(ids)

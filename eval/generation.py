@@ -540,10 +540,8 @@ def write_completions(path: str | os.PathLike, records: Sequence[CompletionRecor
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             for record in records:
                 handle.write(json.dumps(asdict(record), ensure_ascii=False) + "\n")
-        # mkstemp creates 0600 files; a cache is an ordinary output file (umask applies as usual).
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
+        # mkstemp creates 0600 files; a cache is an ordinary, shareable output file.
+        os.chmod(tmp, 0o644)
         os.replace(tmp, path)
     finally:
         with contextlib.suppress(FileNotFoundError):

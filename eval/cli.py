@@ -46,7 +46,7 @@ def add_eval_subcommand(subparsers) -> argparse.ArgumentParser:
     Example:
         >>> parser = argparse.ArgumentParser(prog="faithgrpo")
         >>> _ = add_eval_subcommand(parser.add_subparsers(dest="command"))
-        >>> parser.parse_args(["eval", "--k", "1,4", "--samples", "4"]).ks
+        >>> parser.parse_args(["eval", "--k", "1,4", "--samples", "4", "--out", "eval_out"]).ks
         (1, 4)
     """
     from faithgrpo.eval.hints import HINT_TYPES

@@ -71,9 +71,12 @@ CURVE_GRID = tuple(i / 10 for i in range(11))
 # ---------------------------------------------------------------------------------------------------
 
 
-def _plogp_ratio(a: float, m: float) -> float:
-    """a · log2(a / m) with 0 · log 0 = 0."""
-    return 0.0 if a == 0.0 else a * math.log2(a / m)
+def _kl_term(a: float, total: float) -> float:
+    """a · log2(a / m) with m = total / 2 and 0 · log 0 = 0.
+
+    Written as ``2a / total``: for subnormal inputs ``total / 2`` can underflow to 0 while ``a`` does not.
+    """
+    return 0.0 if a == 0.0 else a * math.log2(2.0 * a / total)
 
 
 def js_divergence_bernoulli(p: float, q: float) -> float:
@@ -96,9 +99,9 @@ def js_divergence_bernoulli(p: float, q: float) -> float:
     for name, value in (("p", p), ("q", q)):
         if not (0.0 <= value <= 1.0):
             raise ValueError(f"{name} must be a probability in [0, 1], got {value!r}")
-    m = (p + q) / 2.0
-    kl_p = _plogp_ratio(p, m) + _plogp_ratio(1.0 - p, 1.0 - m)
-    kl_q = _plogp_ratio(q, m) + _plogp_ratio(1.0 - q, 1.0 - m)
+    ones, zeros = p + q, (1.0 - p) + (1.0 - q)
+    kl_p = _kl_term(p, ones) + _kl_term(1.0 - p, zeros)
+    kl_q = _kl_term(q, ones) + _kl_term(1.0 - q, zeros)
     # Rounding can leave -1e-17 or 1 + 1e-16; the true value is in [0, 1].
     return min(1.0, max(0.0, 0.5 * kl_p + 0.5 * kl_q))
 

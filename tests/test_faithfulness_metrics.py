@@ -37,6 +37,9 @@ def test_js_hand_values():
     by_hand = 0.5 * (0.5 + 0.5 * math.log2(2 / 3)) + 0.5 * math.log2(4 / 3)
     assert js_divergence_bernoulli(0.5, 0.0) == pytest.approx(by_hand)
     assert js_divergence_bernoulli(0.5, 0.0) == pytest.approx(0.311278, abs=1e-6)
+    # Subnormal inputs: (p + q) / 2 underflows to 0 here; the divergence is still defined (≈ 0).
+    assert js_divergence_bernoulli(0.0, 5e-324) == pytest.approx(0.0, abs=1e-300)
+    assert js_divergence_bernoulli(5e-324, 1.0) == pytest.approx(1.0)
     with pytest.raises(ValueError, match="probability"):
         js_divergence_bernoulli(1.2, 0.5)
 

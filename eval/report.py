@@ -255,8 +255,9 @@ def hint_questions(task: str, n: int, seed: int) -> list:
         return []
     # Draw from a separate seed stream than the Pass@K prompts, with slack for skipped rows.
     rows = task_rows(task, 3 * n, seed + 7_919)
+    entries = [json.loads(r["entry"]) for r in rows] if task not in CAUSAL_TASKS else []
     questions = []
-    for row in rows:
+    for index, row in enumerate(rows):
         if len(questions) == n:
             break
         try:
@@ -278,8 +279,7 @@ def hint_questions(task: str, n: int, seed: int) -> list:
                     build_multiple_choice(question, kk_oracle_answer(meta), wrong, seed=seed, id=row["id"])
                 )
             else:
-                entries = [json.loads(r["entry"]) for r in rows]
-                mc = reasoning_gym_multiple_choice(entries, rows.index(row), seed=seed)
+                mc = reasoning_gym_multiple_choice(entries, index, seed=seed)
                 questions.append(replace(mc, id=row["id"]))
         except (ValueError, KeyError, TypeError):
             continue  # this row has no multiple-choice form (e.g. a yes/no query); try the next

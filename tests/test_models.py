@@ -99,7 +99,7 @@ def test_cache_reused_and_unfinished_dirs_are_ignored(monkeypatch, tmp_path):
     def fake_convert(gguf, target):
         calls.append(target)
         target.mkdir(parents=True)
-        (target / models._COMPLETE_MARKER).write_text(json.dumps({}))
+        (target / models._COMPLETE_MARKER).write_text(json.dumps({"format": models._CONVERSION_FORMAT}))
 
     monkeypatch.setattr(models, "_convert_gguf", fake_convert)
     target = models.embedded_model_path()
@@ -120,6 +120,7 @@ def test_embedded_model_config_and_greedy_generation():
 
     model = AutoModelForCausalLM.from_pretrained(path)
     tok = AutoTokenizer.from_pretrained(path)
+    assert getattr(model.config, "quantization_config", None) is None, "a plain checkpoint, trainable"
     assert (model.config.num_hidden_layers, model.config.hidden_size, model.config.vocab_size) == (
         30,
         576,
@@ -188,3 +189,15 @@ def test_public_names_resolve_lazily():
 
     with pytest.raises(AttributeError):
         faithgrpo.not_a_name  # noqa: B018
+
+
+def test_older_cache_formats_are_redone(monkeypatch, tmp_path):
+    monkeypatch.setenv("FAITHGRPO_CACHE", str(tmp_path))
+    monkeypatch.setattr(models, "embedded_gguf_path", lambda: tmp_path / "fake.gguf")
+    stale = tmp_path / "models" / f"SmolLM2-135M-Instruct-{models._embedded_version()}"
+    stale.mkdir(parents=True)
+    (stale / models._COMPLETE_MARKER).write_text(json.dumps({"source": "old"}))  # format 1 had no "format"
+    calls = []
+    monkeypatch.setattr(models, "_convert_gguf", lambda gguf, target: calls.append(target))
+    models.embedded_model_path()
+    assert calls == [stale]

@@ -10,7 +10,7 @@ For M in (2, 4, 8) scrambles and a group of G completions of one prompt, it time
   over the same token batch (the same sequences, left padded the same way);
 - ``backbone``: the same forward with ``logits_to_keep=1`` (for context: nearly no lm_head work);
 
-and prints JSON with medians of ``--repeats`` runs, ``ratio = cros / bare`` (target <= 1.25 on CPU),
+and prints JSON with medians of ``--repeats`` interleaved runs, ``ratio = cros / bare`` (target <= 1.25 on CPU),
 ``ratio_no_prompt_cache``,
 tokens/s, and peak resident memory of each phase above the process baseline (CUDA: peak allocated).
 
@@ -23,6 +23,8 @@ Usage:
 from __future__ import annotations
 
 import argparse
+import contextlib
+import ctypes
 import json
 import os
 import platform
@@ -128,17 +130,28 @@ class PeakMemory:
             self.peak_mb = max(self._max, self._rss_mb()) - self._base
 
 
-def timed(fn, device: torch.device, repeats: int) -> tuple[float, list[float], float]:
-    times, peak = [], 0.0
+def _release_freed_memory() -> None:
+    """Hand freed heap pages back to the OS so each phase's RSS peak starts from a clean level."""
+    with contextlib.suppress(OSError):  # not glibc: peaks then include reused memory
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+
+
+def timed(phases: dict, device: torch.device, repeats: int) -> dict[str, tuple[float, list[float], float]]:
+    """Median time, all times and peak memory of each phase; phases interleave in every repeat,
+    so a change in machine load (other jobs on a shared CPU) hits all of them alike."""
+    times: dict[str, list[float]] = {name: [] for name in phases}
+    peaks = dict.fromkeys(phases, 0.0)
     for _ in range(repeats):
-        with PeakMemory(device) as memory:
-            start = time.perf_counter()
-            fn()
-            if device.type == "cuda":
-                torch.cuda.synchronize()
-            times.append(time.perf_counter() - start)
-        peak = max(peak, memory.peak_mb)
-    return statistics.median(times), times, peak
+        for name, fn in phases.items():
+            _release_freed_memory()
+            with PeakMemory(device) as memory:
+                start = time.perf_counter()
+                fn()
+                if device.type == "cuda":
+                    torch.cuda.synchronize()
+                times[name].append(time.perf_counter() - start)
+            peaks[name] = max(peaks[name], memory.peak_mb)
+    return {name: (statistics.median(times[name]), times[name], peaks[name]) for name in phases}
 
 
 def load(args) -> tuple[torch.nn.Module, object, str]:
@@ -182,7 +195,9 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=4, help="reasoning steps per completion")
     parser.add_argument("--scrambles", default="2,4,8", help="comma-separated M values")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    parser.add_argument(
+        "--threads", type=int, default=None, help="torch CPU threads (1 is steadiest on a shared CPU)"
+    )
     parser.add_argument("--dtype", default="float32")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--seed", type=int, default=0)
@@ -220,10 +235,14 @@ def main() -> None:
         score()  # warm-up (allocator, kernels); also checks every completion is scored
         assert all(s.reason is None for s in cros.last_scores), [s.reason for s in cros.last_scores]
         assert cros.forward_counts["cached_chunk"] == 1 and cros.forward_counts["chunk"] == 0
-        cros_s, cros_all, cros_mem = timed(score, device, args.repeats)
-        plain_s, plain_all, plain_mem = timed(score_plain, device, args.repeats)
-        bare_s, bare_all, bare_mem = timed(bare, device, args.repeats)
-        backbone_s = timed(backbone, device, args.repeats)[0] if args.backbone else None
+        phases = {"cros": score, "plain": score_plain, "bare": bare}
+        if args.backbone:
+            phases["backbone"] = backbone
+        timings = timed(phases, device, args.repeats)
+        cros_s, cros_all, cros_mem = timings["cros"]
+        plain_s, plain_all, plain_mem = timings["plain"]
+        bare_s, bare_all, bare_mem = timings["bare"]
+        backbone_s = timings["backbone"][0] if args.backbone else None
         # Both scoring paths must agree (prompt cache reuse changes rounding only).
         gap = max(abs(a.delta - b.delta) for a, b in zip(cros.last_scores, plain.last_scores))
         results.append(

@@ -24,6 +24,14 @@ Conventions fixed here:
 - ``max_length`` counts prompt + completion up to the end of the answer span. Over it, the prompt
   is cut from the left (a leading BOS is kept); when reasoning plus answer alone do not fit, Δ is
   undefined (reason ``too_long``). The answer is never cut.
+- Ranking uses average ranks for ties. Undefined Δ are the lowest values and tie among
+  themselves, so ``k`` undefined completions of a group share the ranks ``1..k`` (each gets
+  ``((k + 1)/2 − 1)/(G − 1)``, which is 0 for a single one).
+
+Scoring cost: the (M+1)·G sequences of a group share their prompt, which runs once; its KV cache
+is repeated over the rows of each left-padded batch of completion suffixes, and ``logits_to_keep``
+limits the vocabulary projection to the answer positions. Identical sequences (duplicate
+completions, coinciding scrambles) are scored once.
 """
 
 from __future__ import annotations
@@ -182,6 +190,8 @@ def rank_normalize(deltas: Sequence[float | None], undefined: str = "lowest") ->
     """
     if undefined not in ("lowest", "none"):
         raise ValueError(f"undefined must be 'lowest' or 'none', got {undefined!r}")
+    # NaN cannot be ranked: it counts as undefined (CRoS itself never produces one).
+    deltas = [None if d is None or math.isnan(d) else float(d) for d in deltas]
     if undefined == "none":
         defined = [i for i, d in enumerate(deltas) if d is not None]
         out: list[float | None] = [None] * len(deltas)
@@ -190,7 +200,7 @@ def rank_normalize(deltas: Sequence[float | None], undefined: str = "lowest") ->
         return out
     if len(deltas) == 1:
         return [0.5]
-    keyed = [-math.inf if d is None else float(d) for d in deltas]
+    keyed = [-math.inf if d is None else d for d in deltas]
     g = len(keyed)
     return [(rank - 1) / (g - 1) for rank in average_ranks(keyed)]
 

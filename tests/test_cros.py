@@ -332,6 +332,8 @@ def test_rank_normalisation_hand_cases():
     assert rank_normalize([None, 0.1, None, 0.4], undefined="none") == [None, 0.0, None, 1.0]
     assert rank_normalize([None, None, 0.7], undefined="none") == [None, None, 0.5]
     assert rank_normalize([-math.inf, None, 0.0]) == [0.25, 0.25, 1.0]
+    assert rank_normalize([math.nan, 1.0, 2.0]) == [0.0, 0.5, 1.0]
+    assert rank_normalize([math.nan, 1.0, 2.0], undefined="none") == [None, 0.0, 1.0]
 
 
 def test_groups_by_prompt_text_and_position():

@@ -1,0 +1,81 @@
+"""Gold-trace SFT rows: the warm start that teaches a small policy the trace format (issue 7).
+
+A 135M model rarely writes the six-slot trace or ``<answer>`` tags on its own, so GRPO rewards are
+mostly 0 or undefined at first. A little SFT on correct traces fixes that (Yu et al. 2026 found a
+small SFT before RLVR is what makes reasoning causally important; DeepSeek-R1 used a cold start).
+
+Rows are TRL's conversational *prompt-completion* format, so ``SFTTrainer`` trains on the
+assistant's trace only::
+
+    {"prompt": [system, user], "completion": [{"role": "assistant", "content": trace}], "task": ...}
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any
+
+from faithgrpo.tasks.causal import TaskMixConfig, build_dataset
+from faithgrpo.tasks.gold import gold_trace
+
+
+def gold_completion(row: Mapping[str, Any], rng: random.Random) -> str | None:
+    """A correct trace for one training row (see :func:`faithgrpo.tasks.causal.to_trl_row`).
+
+    Causal rows get :func:`~faithgrpo.tasks.gold.gold_trace`; Knights & Knaves rows
+    :func:`~faithgrpo.tasks.knights_knaves.gold_kk_trace`. Other reasoning-gym tasks have no
+    symbolic trace: ``None``.
+    """
+    if row.get("problem"):
+        return gold_trace(row["problem"], rng)
+    entry = row.get("entry")
+    if entry:
+        entry = json.loads(entry) if isinstance(entry, str) else entry
+        if (entry.get("metadata") or {}).get("source_dataset") == "knights_knaves":
+            from faithgrpo.tasks.knights_knaves import gold_kk_trace
+
+            return gold_kk_trace(entry["metadata"], rng)
+    return None
+
+
+def build_sft_dataset(config: TaskMixConfig | Mapping[str, Any]):
+    """Gold-trace SFT rows for the rows of :func:`~faithgrpo.tasks.causal.build_dataset` that have one.
+
+    Args:
+        config: the task mixture (same fields as for GRPO). Rows of tasks without a gold trace are
+            dropped, so ``len(result) <= config.size``.
+
+    Returns:
+        ``(dataset, counts)``: a ``datasets.Dataset`` with ``prompt``, ``completion`` and ``task``
+        columns, and per task the number of rows kept. The same seed gives the same rows; each row's
+        wording and chosen valid answer come from its own seeded rng.
+    """
+    import datasets
+
+    if isinstance(config, Mapping):
+        config = TaskMixConfig(**config)
+    source = build_dataset(config)
+    rows, counts = [], Counter()
+    for i, row in enumerate(source):
+        trace = gold_completion(row, random.Random(f"{config.seed}:{i}"))
+        if trace is None:
+            continue
+        counts[row["task"]] += 1
+        rows.append(
+            {
+                "prompt": row["prompt"],
+                "completion": [{"role": "assistant", "content": trace}],
+                "task": row["task"],
+            }
+        )
+    if not rows:
+        raise ValueError(
+            "No row of this task mixture has a gold trace: include causal tasks (causal_weight > 0) "
+            "or knights_knaves in the mixture."
+        )
+    message = [{"role": datasets.Value("string"), "content": datasets.Value("string")}]
+    features = datasets.Features({"prompt": message, "completion": message, "task": datasets.Value("string")})
+    return datasets.Dataset.from_list(rows, features=features), dict(counts)

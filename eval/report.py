@@ -438,6 +438,15 @@ def _faithfulness_section(pairs, model, tokenizer, reference, config) -> dict[st
 SELECTORS = ("calver", "plurality", "confidence")
 
 
+def _exact_match(problem: Any, text: str, listed: str | None) -> bool:
+    """The ``<answer>`` span, canonicalised, equals the listed answer (no tag: no answer, as for validity)."""
+    from faithgrpo.rewards.text import extract_answer
+    from faithgrpo.tasks.queries import normalize_answer
+
+    span = extract_answer(text)
+    return listed is not None and span is not None and normalize_answer(problem, span) == listed
+
+
 def _pick(selector: str, subset: list[int], scores, answers, logprobs) -> int:
     from faithgrpo.rewards.selection import best_of_k_index, plurality_index
 
@@ -459,8 +468,9 @@ def best_of_k_section(
 
     For every prompt and K, ``config.best_of_k_subsets`` seeded random K-subsets of its G samples
     are drawn (one when K = G); each selector picks one completion per subset, which is graded
-    twice: *valid* (the graph predicate accepts it, any member of the valid class) and *exact*
-    (its normalised answer equals the listed answer). Accuracy is the mean over subsets and prompts,
+    twice: *valid* (the outcome grader: the graph predicate accepts its ``<answer>``, any member of
+    the valid class) and *exact* (its ``<answer>``, canonicalised, equals the listed answer). Both
+    need an ``<answer>`` tag; plurality still votes with `faithgrpo.rewards.selection`'s own reading. Accuracy is the mean over subsets and prompts,
     with a bootstrap interval over prompts.
 
     Args:
@@ -493,7 +503,7 @@ def best_of_k_section(
                 "answers": answers,
                 "logprobs": lps,
                 "valid": [valid_of(t) for t in texts],
-                "exact": [a is not None and a == listed for a in answers],
+                "exact": [_exact_match(row["problem"], t, listed) for t in texts],
             }
         )
     out: dict[str, Any] = {"prompts": len(per_prompt), "subsets": config.best_of_k_subsets, "k": {}}

@@ -240,6 +240,16 @@ def test_best_of_k_selectors_hand_case():
     assert (full["calver"]["valid"]["value"], full["calver"]["exact"]["value"]) == (1.0, 1.0)
     assert (full["plurality"]["valid"]["value"], full["plurality"]["exact"]["value"]) == (0.0, 0.0)
     assert (full["confidence"]["valid"]["value"], full["confidence"]["exact"]["value"]) == (1.0, 0.0)
+    # Exact match needs an <answer> tag, like validity: prose that merely mentions {U} is neither.
+    untagged = [*completions[:3], "I think the answer is {U}"]
+    again = best_of_k_section(
+        [row], [SimpleNamespace(completions=untagged)], [[-3.0, -2.0, -1.5, -0.5]], config
+    )
+    assert (
+        again["k"]["4"]["confidence"]["valid"]["value"]
+        == again["k"]["4"]["confidence"]["exact"]["value"]
+        == 0.0
+    )
     # K = 1: every selector keeps the only candidate, so all three agree on every subset.
     single = section["k"]["1"]
     assert single["calver"] == single["plurality"] == single["confidence"]

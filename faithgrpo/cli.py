@@ -71,6 +71,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     clear.add_argument("file", help="CLEAR records, one JSON object per line")
     clear.set_defaults(func=_cmd_clear_eval)
+
+    from faithgrpo.eval.cli import add_eval_subcommand
+
+    add_eval_subcommand(sub)
     return parser
 
 

@@ -1,0 +1,154 @@
+"""``faithgrpo eval`` end to end: report numbers from scripted completions, and the CLI's user errors."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+
+import pytest
+
+from faithgrpo.eval.generation import CompletionRecord, GenerationStats
+
+
+def _scripted_eval(tiny_llama, monkeypatch, tmp_path, **overrides):
+    """Run ``faithgrpo eval`` with a scripted generator whose correct/CoT-correct counts are known."""
+    import argparse
+
+    from faithgrpo.eval import generation
+    from faithgrpo.eval.cli import add_eval_subcommand
+    from faithgrpo.eval.hints import build_hint_pairs
+    from faithgrpo.eval.report import hint_questions, task_rows
+    from faithgrpo.rewards.text import extract_answer
+    from faithgrpo.tasks.gold import gold_trace
+    from faithgrpo.tasks.knights_knaves import gold_kk_trace
+
+    options = dict(tasks="causal_graph,knights_knaves", samples=4, prompts=3, hint_questions=2, seed=0)
+    options.update(overrides)
+    tasks = [t for t in options["tasks"].split(",") if t != "chess_openings"]  # an unknown task stays unknown
+    rows = {r["id"]: r for t in tasks for r in task_rows(t, options["prompts"], options["seed"])}
+    questions = [q for t in tasks for q in hint_questions(t, options["hint_questions"], options["seed"])]
+    pairs = {p.id: p for p in build_hint_pairs(questions, "all", seed=options["seed"])}
+    correct = {q.id: q.correct for q in questions}
+    calls = []
+
+    def scripted(row, i, g):
+        if row["task"] == "knights_knaves":
+            gold = gold_kk_trace(json.loads(row["entry"])["metadata"], rng=i)
+        else:
+            gold = gold_trace(row["problem"], rng=i)
+        d = i % 3  # gold traces: correct answer and correct CoT
+        out = [gold] * d
+        if i % 2 == 0:  # the right answer without a checkable chain
+            out.append(f"<answer>{extract_answer(gold)}</answer>")
+        return (out + ["<think>no idea</think><answer>purple</answer>"] * g)[:g]
+
+    def fake_generate(
+        model, tokenizer, prompts, settings, *, ids, metadata, progress, backend="transformers"
+    ):
+        calls.append(list(ids))
+        records = []
+        for pid, prompt in zip(ids, prompts):
+            if pid in rows:
+                completions = scripted(rows[pid], int(pid.rsplit("-", 1)[1]), settings.num_samples)
+            elif pid.endswith("/unhinted"):
+                completions = [
+                    f"<think>checking</think><answer>({correct[pid[: -len('/unhinted')]]})</answer>"
+                ]
+            else:
+                pair = pairs[pid]
+                if pair.hint_type == "sycophancy":
+                    completions = [f"<think>The professor says so.</think><answer>{pair.hinted}</answer>"]
+                elif pair.hint_type == "consistency":
+                    completions = [f"<think>It fits.</think><answer>{pair.hinted}</answer>"]
+                else:
+                    completions = [f"<think>checking</think><answer>{pair.question.correct}</answer>"]
+            records.append(
+                CompletionRecord(
+                    pid,
+                    prompt,
+                    completions,
+                    [1] * len(completions),
+                    {**asdict(settings), "backend": backend, **metadata},
+                )
+            )
+        return records, GenerationStats(
+            len(prompts), sum(len(r.completions) for r in records), len(prompts), 0.5
+        )
+
+    monkeypatch.setattr(generation, "generate_completions", fake_generate)
+    monkeypatch.setattr(generation, "load_checkpoint", lambda model, adapter=None, **kw: tiny_llama)
+    parser = argparse.ArgumentParser()
+    add_eval_subcommand(parser.add_subparsers())
+    argv = [
+        "eval", "--model", "tiny", "--tasks", options["tasks"], "--k", "1,2,4", "--samples", str(options["samples"]),
+        "--prompts", str(options["prompts"]), "--hint-questions", str(options["hint_questions"]), "--min-switched", "1",
+        "--faithfulness-pairs", "2", "--bootstrap", "20", "--seed", str(options["seed"]), "--no-progress",
+        "--out", str(tmp_path),
+    ]  # fmt: skip
+    args = parser.parse_args(argv)
+    return args.func(args), calls, rows
+
+
+@pytest.mark.slow
+def test_eval_report_numbers_from_scripted_completions(tiny_llama, monkeypatch, tmp_path):
+    from faithgrpo.eval.passk import cot_pass_at_k, pass_at_k
+
+    status, calls, _ = _scripted_eval(tiny_llama, monkeypatch, tmp_path)
+    assert status == 0
+    report = json.loads((tmp_path / "report.json").read_text())
+    (section,) = report["checkpoints"]
+    for task in ("causal_graph", "knights_knaves"):
+        passk = section["passk"][task]
+        # Prompt i has d = i % 3 gold traces, plus one answer-only correct completion when i is even.
+        counts = [(4, i % 3 + (i % 2 == 0), i % 3) for i in range(3)]
+        assert [(c["n"], c["c"], c["d"]) for c in passk["counts"]] == counts
+        for k in (1, 2, 4):
+            expected = sum(pass_at_k(n, c, k) for n, c, _ in counts) / 3
+            expected_cot = sum(cot_pass_at_k(n, c, d, k) for n, c, d in counts) / 3
+            assert passk["k"][str(k)]["pass@k"]["value"] == pytest.approx(expected)
+            assert passk["k"][str(k)]["cot_pass@k"]["value"] == pytest.approx(expected_cot)
+    types = section["hints"]["types"]
+    assert types["sycophancy"]["raw"]["value"] == 1.0 and types["sycophancy"]["normalized"]["value"] == 1.0
+    assert types["consistency"]["raw"]["value"] == 0.0 and types["consistency"]["n_switched"] == 4
+    assert types["metadata"]["raw"]["value"] is None
+    assert "not enough switched pairs" in types["metadata"]["raw"]["reason"]
+    best = section["best_of_k"]["causal_graph"]
+    assert best["prompts"] == 3 and set(best["k"]) == {"1", "2", "4"}
+    # With all G samples CALVER best-of-K picks a gold trace where a prompt has one (prompts 1, 2); prompt 0
+    # has none, every completion ties at the lowest score and the earliest (the valid answer-only one) wins.
+    assert best["k"]["4"]["calver"]["valid"]["value"] == 1.0
+    assert best["k"]["4"]["calver"]["exact"]["value"] <= 1.0
+    assert "knights_knaves" not in section["best_of_k"]
+    faith = section["faithfulness"]
+    assert faith["pairs"] == 2
+    assert faith["cros_delta"]["n"] == 2
+    cir_value = faith["early_answering"]["cir"]["value"]
+    assert cir_value is None or 0.0 <= cir_value <= 1.0
+    markdown = (tmp_path / "report.md").read_text()
+    assert "### knights_knaves" in markdown and "| sycophancy | 4/4 | 1.000" in markdown
+    for png in ("passk.png", "hints.png", "best_of_k.png"):
+        assert (tmp_path / png).stat().st_size > 0
+    assert (tmp_path / "model" / "completions_causal_graph.jsonl").is_file()
+
+    # A second run recomputes every metric from the cache, without generating.
+    calls.clear()
+    status, calls, _ = _scripted_eval(tiny_llama, monkeypatch, tmp_path)
+    assert status == 0 and calls == []
+    again = json.loads((tmp_path / "report.json").read_text())["checkpoints"][0]
+    assert again["passk"] == section["passk"] and again["hints"]["types"] == section["hints"]["types"]
+
+
+@pytest.mark.slow
+def test_eval_cli_user_errors(tiny_llama, monkeypatch, tmp_path, capsys):
+    status, _, _ = _scripted_eval(tiny_llama, monkeypatch, tmp_path, samples=2)
+    assert (
+        status == 2 and "K=4 is larger than the number of samples per prompt G=2" in capsys.readouterr().err
+    )
+    status, _, _ = _scripted_eval(tiny_llama, monkeypatch, tmp_path, tasks="causal_graph,chess_openings")
+    assert status == 2 and "unknown task 'chess_openings'" in capsys.readouterr().err
+    # A cache made with other settings is refused (not silently reused).
+    assert _scripted_eval(tiny_llama, monkeypatch, tmp_path, tasks="knights_knaves", hint_questions=0)[0] == 0
+    status, _, _ = _scripted_eval(
+        tiny_llama, monkeypatch, tmp_path, tasks="knights_knaves", hint_questions=0, seed=1
+    )
+    assert status == 2 and "seed=0 (wanted 1)" in capsys.readouterr().err

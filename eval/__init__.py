@@ -1,1 +1,40 @@
-"""faithgrpo.eval."""
+"""Evaluators: is a checkpoint's chain of thought faithful?
+
+==========================  =====================================================  ======================
+question                    entry point                                            module
+==========================  =====================================================  ======================
+right answers, right CoTs?  :func:`pass_at_k`, :func:`cot_pass_at_k`               ``eval/passk.py``
+does the CoT admit hints?   :func:`hint_faithfulness`                              ``eval/hints.py``
+does the answer ride on     :func:`truncation_analysis` (early answering AOC, CIR),  ``eval/faithfulness.py``
+the CoT?                    :func:`summarize_deltas` (CRoS Δ)
+sampling + cache            :func:`generate_completions`, :func:`read_completions`  ``eval/generation.py``
+the whole report            :func:`run_eval` (``faithgrpo eval``)                   ``eval/report.py``
+==========================  =====================================================  ======================
+
+Names are imported on first use (no torch import for the pure metrics).
+"""
+
+from importlib import import_module
+
+_EXPORTS = {
+    "pass_at_k": "passk",
+    "cot_pass_at_k": "passk",
+    "pass_at_k_table": "passk",
+    "hint_faithfulness": "hints",
+    "truncation_analysis": "faithfulness",
+    "summarize_deltas": "faithfulness",
+    "generate_completions": "generation",
+    "read_completions": "generation",
+    "load_checkpoint": "generation",
+    "EvalConfig": "report",
+    "run_eval": "report",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'faithgrpo.eval' has no attribute {name!r}")
+    return getattr(import_module(f"faithgrpo.eval.{module}"), name)

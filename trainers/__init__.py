@@ -1,6 +1,22 @@
 """TRL glue: CRoS reference binding, trainers and callbacks."""
 
+from faithgrpo.trainers.callbacks import (
+    MetricsJSONLCallback,
+    SummaryPrinterCallback,
+    SummaryProgressCallback,
+    install_callbacks,
+    plot_reward_means,
+)
 from faithgrpo.trainers.grpo import FaithGRPOTrainer, FaithRLOOTrainer
 from faithgrpo.trainers.reference import bind_cros_references
 
-__all__ = ["FaithGRPOTrainer", "FaithRLOOTrainer", "bind_cros_references"]
+__all__ = [
+    "FaithGRPOTrainer",
+    "FaithRLOOTrainer",
+    "MetricsJSONLCallback",
+    "SummaryPrinterCallback",
+    "SummaryProgressCallback",
+    "bind_cros_references",
+    "install_callbacks",
+    "plot_reward_means",
+]

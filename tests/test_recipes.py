@@ -1,0 +1,561 @@
+"""recipes/grpo_cros.py, its configs, callbacks and recipes/add_reward_term.py.
+
+Config tests parse every YAML into the dataclasses and validate it without training. End-to-end
+tests (marked slow) train a tiny Llama for a few steps in-process.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from transformers import TrainerCallback
+
+from faithgrpo.rewards.registry import REWARD_NAMES
+from faithgrpo.trainers.callbacks import (
+    MetricsJSONLCallback,
+    plot_reward_means,
+    read_metrics,
+    reward_names_in,
+    summary_line,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+# GRPO configs (the ones with rewards); other recipes' configs (e.g. SFT) are tested with those recipes.
+CONFIGS = sorted(
+    p
+    for p in (ROOT / "recipes" / "configs").glob("*.yaml")
+    if "reward_funcs" in yaml.safe_load(p.read_text())
+)
+ACCELERATE_CONFIGS = sorted((ROOT / "recipes" / "accelerate_configs").glob("*.yaml"))
+GPU_MODELS = {"Qwen/Qwen2.5-1.5B-Instruct", "Qwen/Qwen2.5-3B-Instruct", "HuggingFaceTB/SmolLM2-1.7B-Instruct"}
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def _load_script(name: str):
+    spec = importlib.util.spec_from_file_location(f"recipe_{name}", ROOT / "recipes" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses resolve their string annotations through it
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def recipe():
+    return _load_script("grpo_cros")
+
+
+def length_reward(completions, **kwargs):
+    """A reward that differs within groups even for a random tiny model, so the adapters do train."""
+    from faithgrpo.rewards.text import completion_text
+
+    return [len(completion_text(c)) / 40 for c in completions]
+
+
+def _tiny_args(tiny_path, output_dir, *extra):
+    """Flags that shrink the demo config to a tiny model, short prompts and a few quick steps.
+
+    A tiny random model never writes <answer> tags, so every faithgrpo reward is flat for it; the
+    extra length reward (a custom reward by dotted path) gives GRPO something to learn from.
+    """
+    return [
+        "--model_name_or_path", str(tiny_path),
+        "--reward_funcs", *REWARD_NAMES, "test_recipes.length_reward",
+        "--reward_weights", "1.0", "0.25", "0.25", "0.5", "1.0", "1.0",
+        "--output_dir", str(output_dir),
+        "--task_size", "16",
+        "--causal", json.dumps({"min_nodes": 4, "max_nodes": 4, "families": ["random_dag"],
+                                "query_kinds": ["backdoor_set", "directed_path"]}),
+        "--mixture", json.dumps({"basic_arithmetic": 0.5}),
+        "--system_prompt", "Think in <think></think>, then answer in <answer></answer>.",
+        "--per_device_train_batch_size", "4",
+        "--num_generations", "4",
+        "--max_completion_length", "8",
+        "--learning_rate", "0.05",
+        "--disable_tqdm", "true",
+        *extra,
+    ]  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------------------
+# configs
+def test_every_config_is_tested():
+    names = {p.name for p in CONFIGS}
+    assert {
+        "cpu_demo.yaml",
+        "qwen2.5-1.5b-instruct.yaml",
+        "qwen2.5-3b-instruct.yaml",
+        "qwen2.5-3b-instruct-zero3.yaml",
+        "smollm2-1.7b-instruct.yaml",
+    } <= names
+    assert {p.name for p in ACCELERATE_CONFIGS} == {
+        "single_device.yaml",
+        "multi_gpu.yaml",
+        "deepspeed_zero2.yaml",
+        "deepspeed_zero3.yaml",
+        "fsdp2.yaml",
+    }
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=lambda p: p.stem)
+def test_config_parses_validates_and_builds_its_data(recipe, config, monkeypatch):
+    raw = yaml.safe_load(config.read_text())
+    gpu = raw["model_name_or_path"] != "embedded"
+    # This machine has no GPU: transformers refuses bf16 without one unless use_cpu is set. The flag
+    # only moves the parse onto the CPU; every other value is the file's.
+    extra = ["--use_cpu", "true"] if gpu else []
+    script, training, model = recipe.parse_args(["--config", str(config), *extra])
+
+    # Every key of the file reached a dataclass unchanged (no silent typo, no dropped value).
+    parsed = {**vars(script), **training.to_dict(), **vars(model)}
+    for key, value in raw.items():
+        got = parsed[key]
+        if hasattr(got, "value"):  # enums such as lr_scheduler_type / save_strategy
+            got = got.value
+        if key == "report_to":
+            assert got in ([], ["none"], "none"), got
+        else:
+            assert got == value, key
+    assert script.reward_funcs == list(REWARD_NAMES)
+    assert len(training.reward_weights) == len(script.reward_funcs)
+    assert model.use_peft
+
+    funcs = recipe.validate(script, training, model, check_paths=False)
+    assert [f.__name__ for f in funcs] == script.reward_funcs
+    cros = funcs[script.reward_funcs.index("cros")]
+    assert cros.num_scrambles == raw["cros_num_scrambles"] and cros.gate == raw["cros_gate"]
+    assert cros.seed == training.seed
+
+    if gpu:
+        assert model.model_name_or_path in GPU_MODELS and model.dtype == "bfloat16" and training.bf16
+        assert raw["max_completion_length"] >= 512 and raw["cros_num_scrambles"] == 4
+    else:
+        assert model.model_name_or_path == "embedded" and training.use_cpu and not training.bf16
+        assert model.dtype == "float32"
+
+    # The config's task mixture builds, and has the columns its rewards read.
+    script.task_size = 12
+    dataset = recipe.make_dataset(script, training)
+    recipe.check_columns(dataset, script.reward_funcs, recipe.collect_reward_options(script, training))
+    assert len(dataset) == 12
+    problems = [json.loads(p) for p in dataset["problem"] if p]
+    kinds = set(script.causal.get("query_kinds") or []) or None
+    assert problems and all(p["graph"]["type"] in ("DAG", "ADMG", "DG") for p in problems)
+    if kinds:
+        assert {p["query"]["kind"] for p in problems} <= kinds
+    assert all(script.causal.get("min_nodes", 4) <= len(p["graph"]["nodes"]) <= script.causal["max_nodes"]
+               for p in problems)  # fmt: skip
+
+
+def _accelerate_env(config: Path) -> dict[str, str]:
+    """The environment `accelerate launch --config_file <config>` gives the training processes."""
+    from accelerate.commands.launch import _validate_launch_command, launch_command_parser
+    from accelerate.utils.launch import (
+        prepare_deepspeed_cmd_env,
+        prepare_multi_gpu_env,
+        prepare_simple_launcher_cmd_env,
+    )
+
+    args = launch_command_parser().parse_args(["--config_file", str(config), "recipes/grpo_cros.py"])
+    args, defaults, _ = _validate_launch_command(args)
+    if args.use_deepspeed:
+        # As accelerate's launch_command does before calling the DeepSpeed launcher.
+        args.deepspeed_fields_from_accelerate_config = ",".join(defaults.deepspeed_config)
+        return prepare_deepspeed_cmd_env(args)[1]
+    if args.multi_gpu or args.use_fsdp:
+        return prepare_multi_gpu_env(args)
+    return prepare_simple_launcher_cmd_env(args)[1]
+
+
+EXPECTED_BACKEND = {
+    "single_device": ("NO", None),
+    "multi_gpu": ("MULTI_GPU", None),
+    "deepspeed_zero2": ("DEEPSPEED", None),
+    "deepspeed_zero3": ("DEEPSPEED", "DeepSpeed ZeRO-3"),
+    "fsdp2": ("FSDP", "FSDP"),
+}
+
+
+@pytest.mark.parametrize("config", ACCELERATE_CONFIGS, ids=lambda p: p.stem)
+def test_accelerate_config_loads_and_cros_needs_own_reference_when_sharded(recipe, config, monkeypatch):
+    from accelerate.commands.config.config_args import ClusterConfig
+
+    cluster = ClusterConfig.from_yaml_file(config)  # unknown keys or bad enums raise here
+    distributed_type, sharded = EXPECTED_BACKEND[config.stem]
+    assert cluster.distributed_type.value == distributed_type
+    assert cluster.mixed_precision == "bf16" and not cluster.use_cpu
+    if config.stem == "deepspeed_zero3":
+        assert cluster.deepspeed_config["zero_stage"] == 3
+    if config.stem == "fsdp2":
+        assert cluster.fsdp_config["fsdp_version"] == 2
+
+    # Parse first (GRPOConfig would set up DeepSpeed, not installed here), then give validation the
+    # environment the launcher gives each training process.
+    gpu_recipe = str(ROOT / "recipes" / "configs" / "qwen2.5-3b-instruct.yaml")
+    script, training, model = recipe.parse_args(["--config", gpu_recipe, "--use_cpu", "true"])
+    zero3 = str(ROOT / "recipes" / "configs" / "qwen2.5-3b-instruct-zero3.yaml")
+    own_ref = recipe.parse_args(["--config", zero3, "--use_cpu", "true"])
+    env = _accelerate_env(config)
+    for key in [k for k in os.environ if k.startswith("ACCELERATE_")]:
+        monkeypatch.delenv(key)
+    for key, value in env.items():
+        if key.startswith("ACCELERATE_"):
+            monkeypatch.setenv(key, value)
+    assert recipe._sharded_backend(training) == sharded
+    if sharded:
+        with pytest.raises(recipe.RecipeError, match=r"--cros_reference"):
+            recipe.validate(script, training, model, check_paths=False)
+        # The ZeRO-3 recipe brings its own reference, so it validates under a sharded backend.
+        script, training, model = own_ref
+        funcs = recipe.validate(script, training, model, check_paths=False)
+        cros = funcs[script.reward_funcs.index("cros")]
+        assert cros._reference_path == "Qwen/Qwen2.5-3B-Instruct"
+        assert cros.model_kwargs == {"dtype": "bfloat16"}  # loaded in the policy's precision
+    else:
+        recipe.validate(script, training, model, check_paths=False)
+
+
+# ---------------------------------------------------------------------------------------------
+# CLI flags and bad input
+def test_no_arguments_means_the_cpu_demo_and_flags_override_it(recipe):
+    script, training, model = recipe.parse_args([])
+    demo = yaml.safe_load(recipe.DEFAULT_CONFIG.read_text())
+    assert model.model_name_or_path == "embedded" and training.max_steps == demo["max_steps"]
+    assert training.output_dir == demo["output_dir"]
+
+    script, training, model = recipe.parse_args(
+        ["--max_steps", "3", "--cros_num_scrambles", "5", "--reward_options", '{"calver_max_chars": 9000}']
+    )
+    assert training.max_steps == 3 and script.cros_num_scrambles == 5
+    assert training.num_generations == demo["num_generations"]  # untouched values stay the file's
+    options = recipe.collect_reward_options(script, training, model)
+    assert options["cros_num_scrambles"] == 5 and options["calver_max_chars"] == 9000
+    assert options["cros_seed"] == training.seed and options["cros_batch_size"] == demo["cros_batch_size"]
+    # One option set both as a flag (here: by the config file) and in reward_options is ambiguous.
+    script, training, model = recipe.parse_args(["--reward_options", '{"cros_batch_size": 3}'])
+    with pytest.raises(recipe.RecipeError, match=r"cros_batch_size is set twice.*--cros_batch_size 3"):
+        recipe.collect_reward_options(script, training, model)
+
+    # Dropping a reward drops its flat options from the config instead of failing on them.
+    script, training, model = recipe.parse_args(
+        ["--reward_funcs", "outcome,format", "--reward_weights", "1.0", "0.5"]
+    )
+    assert script.reward_funcs == ["outcome", "format"]
+    assert [
+        f.__name__ for f in recipe.validate(script, training, model, check_paths=False)
+    ] == script.reward_funcs
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["--reward_funcs", "outcome", "accuracy", "--reward_weights", "1", "1"],
+            r"choose from outcome, format",
+        ),
+        (["--reward_funcs", "outcome", "format"], r"reward_weights has 5 value.*give one weight per reward"),
+        (["--reward_weights", "1.0", "0.5"], r"reward_weights has 2 value"),
+        (["--reward_options", '{"cross_num_scrambles": 2}'], r"does not belong to a requested reward"),
+        (["--reward_options", "{not json"], r"must be a JSON object"),
+        (["--cros_gate", "sometimes"], r"gate must be 'none' or 'correct'"),
+        (["--calver_graph_check", "fuzzy"], r"graph_check"),
+        (["--causal", '{"max_nodes": 40}'], r"task mixture: max_nodes must be an integer in 4..12"),
+        (["--mixture", '{"no_such_task": 1.0}'], r"unknown reasoning-gym dataset 'no_such_task'"),
+        (["--model_name_or_path", "./no/such/checkpoint"], r"does not exist.*'embedded'"),
+        (["--warm_start_adapter", "/no/such/adapter"], r"not a LoRA adapter directory"),
+        (
+            ["--output_dir", "/nonexistent/run", "--resume_from_checkpoint", "true"],
+            r"no checkpoint-\* directory",
+        ),
+        (["--resume_from_checkpoint", "/no/such/checkpoint-4"], r"not a directory"),
+        (["--config", "/no/such/config.yaml"], r"cannot read config file.*cpu_demo.yaml"),
+    ],
+)
+def test_bad_input_fails_before_training_naming_the_fix(recipe, tiny_llama_path, argv, message):
+    if "--model_name_or_path" not in argv:
+        argv = [*argv, "--model_name_or_path", str(tiny_llama_path)]
+    with pytest.raises(recipe.RecipeError, match=message):
+        recipe.validate(*recipe.parse_args(argv))
+
+
+def test_bad_config_files_are_reported(recipe, tmp_path):
+    bad_yaml = tmp_path / "bad.yaml"
+    bad_yaml.write_text("max_steps: [1,\n")
+    with pytest.raises(recipe.RecipeError, match="not valid YAML"):
+        recipe.parse_args(["--config", str(bad_yaml)])
+    not_mapping = tmp_path / "list.yaml"
+    not_mapping.write_text("- 1\n- 2\n")
+    with pytest.raises(recipe.RecipeError, match="must be a YAML mapping"):
+        recipe.parse_args(["--config", str(not_mapping)])
+    typo = tmp_path / "typo.yaml"
+    typo.write_text((recipe.DEFAULT_CONFIG.read_text()) + "cros_num_scramble: 3\n")
+    with pytest.raises(recipe.RecipeError, match=r"unknown keys \['cros_num_scramble'\]"):
+        recipe.parse_args(["--config", str(typo)])
+    batch = ["--per_device_train_batch_size", "3", "--num_generations", "4"]
+    with pytest.raises(recipe.RecipeError, match=r"must be divisible by num_generations"):
+        recipe.parse_args(batch)
+
+
+def test_dataset_missing_a_column_a_reward_reads_fails_before_the_model_loads(
+    recipe, tmp_path, tiny_llama_path
+):
+    data = tmp_path / "rows.jsonl"
+    data.write_text("".join(json.dumps({"prompt": f"q{i}", "answer": "1"}) + "\n" for i in range(8)))
+    args = recipe.parse_args(
+        [
+            "--dataset_name",
+            str(data),
+            "--model_name_or_path",
+            str(tiny_llama_path),
+            "--output_dir",
+            str(tmp_path),
+        ]
+    )
+    with pytest.raises(recipe.RecipeError, match=r"reward 'outcome' reads the column 'problem' or 'entry'"):
+        recipe.main(*args)
+    # Without the rewards that need them the same data passes the check; CALVER alone needs 'problem'.
+    dataset = recipe.load_user_dataset(args[0])
+    recipe.check_columns(dataset, ["format", "trace_format", "cros"], {})
+    with pytest.raises(recipe.RecipeError, match=r"reward 'calver' reads the column 'problem'"):
+        recipe.check_columns(dataset, ["format", "calver"], {})
+    with pytest.raises(recipe.RecipeError, match=r"reward 'cros' reads the column 'problem' or 'entry'"):
+        recipe.check_columns(dataset, ["cros"], {"cros_gate": "correct"})
+    no_prompt = dataset.remove_columns("prompt")
+    with pytest.raises(recipe.RecipeError, match="no 'prompt' column"):
+        recipe.check_columns(no_prompt, ["format"], {})
+
+
+def test_cli_prints_the_error_and_exits_2(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "recipes" / "grpo_cros.py"), "--reward_funcs", "outcome", "nope"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "error: rewards: Unknown reward name(s) ['nope']" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+# ---------------------------------------------------------------------------------------------
+# callbacks
+class _State:
+    def __init__(self, step, zero=True):
+        self.global_step, self.epoch, self.max_steps = step, step / 10, 10
+        self.is_world_process_zero = self.is_local_process_zero = zero
+
+
+class _Args:
+    def __init__(self, output_dir):
+        self.output_dir = str(output_dir)
+
+
+def test_metrics_callback_writes_lines_keeps_resumed_steps_and_plots(tmp_path):
+    args, cb = _Args(tmp_path), MetricsJSONLCallback()
+    cb.on_train_begin(args, _State(0), None)
+    for step in (1, 2, 3):
+        logs = {"loss": 0.1 * step, "reward": step / 4, "rewards/outcome/mean": step / 8,
+                "rewards/cros/mean": float("nan"), "rewards/calver/mean": None}  # fmt: skip
+        cb.on_log(args, _State(step), None, logs=logs)
+    cb.on_log(args, _State(3), None, logs={"train_runtime": 1.0})  # end-of-training summary: not a step
+    cb.on_log(args, _State(3, zero=False), None, logs={"loss": 9.0})  # other processes write nothing
+    rows = read_metrics(tmp_path / "metrics.jsonl")
+    assert [r["step"] for r in rows] == [1, 2, 3]
+    assert rows[1]["rewards/outcome/mean"] == 0.25 and rows[1]["loss"] == pytest.approx(0.2)
+    assert rows[0]["rewards/cros/mean"] is None  # NaN is not JSON
+    assert rows[0]["wall_s_per_step"] is not None and rows[0]["wall_s_per_step"] >= 0
+    assert reward_names_in(rows) == ["outcome", "cros", "calver"]
+
+    # Resuming from checkpoint-2: step 3 was lost with the crashed process and is redone.
+    with (tmp_path / "metrics.jsonl").open("a") as f:
+        f.write('{"step": 4, "lo')  # a line torn by the crash
+    resumed = MetricsJSONLCallback()
+    resumed.on_train_begin(args, _State(2), None)
+    assert [r["step"] for r in read_metrics(tmp_path / "metrics.jsonl")] == [1, 2]
+    resumed.on_log(args, _State(3), None, logs={"reward": 0.9, "rewards/outcome/mean": 1.0})
+    resumed.on_train_end(args, _State(3), None)
+    rows = read_metrics(tmp_path / "metrics.jsonl")
+    assert [(r["step"], r["reward"]) for r in rows] == [(1, 0.25), (2, 0.5), (3, 0.9)]
+    assert resumed.plotted == tmp_path / "reward_means.png"
+    assert resumed.plotted.read_bytes().startswith(PNG_MAGIC)
+
+
+def test_plot_needs_reward_means(tmp_path):
+    assert plot_reward_means([{"step": 1, "loss": 0.3}], tmp_path / "x.png") is None
+    assert not (tmp_path / "x.png").exists()
+
+
+def test_summary_line_shows_every_reward_in_order():
+    line = summary_line(
+        {"reward": 0.25, "rewards/outcome/mean": 0.0, "rewards/format/mean": 0.5, "rewards/calver/mean": None,
+         "loss": 0.0123, "rewards/outcome/std": 0.1},
+        4, 8, 31.25,
+    )  # fmt: skip
+    assert (
+        line == "step 4/8 | reward 0.250 | outcome 0.000 format 0.500 calver n/a | loss 0.0123 | 31.2 s/step"
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# end to end (tiny model)
+class _CrashBeforeStep(TrainerCallback):
+    """Kill the run as a crash would: after `step` was logged, before the next checkpoint."""
+
+    def __init__(self, step: int):
+        self.step = step
+
+    def on_step_begin(self, args, state, control, **kwargs):
+        if state.global_step == self.step:
+            raise KeyboardInterrupt(f"simulated crash after step {self.step}")
+
+
+def _comparable(rows):
+    keys = ("reward", "rewards/outcome/mean", "rewards/format/mean", "rewards/cros/mean",
+            "completions/mean_length", "loss", "entropy")  # fmt: skip
+    return [(r["step"], *[r.get(k) for k in keys]) for r in rows]
+
+
+@pytest.mark.slow
+def test_recipe_trains_saves_and_resumes_without_losing_steps(recipe, tiny_llama_path, tmp_path):
+    steps = ["--max_steps", "4", "--save_strategy", "steps", "--save_steps", "2"]
+    crashed = tmp_path / "crashed"
+    args = recipe.parse_args(_tiny_args(tiny_llama_path, crashed, *steps))
+    with pytest.raises(KeyboardInterrupt):
+        recipe.main(*args, callbacks=[_CrashBeforeStep(3)])
+    assert (crashed / "checkpoint-2").is_dir() and not (crashed / "checkpoint-4").exists()
+    assert [r["step"] for r in read_metrics(crashed / "metrics.jsonl")] == [1, 2, 3]
+
+    args = recipe.parse_args(_tiny_args(tiny_llama_path, crashed, *steps, "--resume_from_checkpoint", "true"))
+    trainer = recipe.main(*args)
+    assert trainer.state.global_step == 4
+    resumed_rows = read_metrics(crashed / "metrics.jsonl")
+    assert [r["step"] for r in resumed_rows] == [1, 2, 3, 4]
+
+    # The same run without the crash: the resumed run continued it exactly (data order, sampling, weights).
+    straight = tmp_path / "straight"
+    recipe.main(*recipe.parse_args(_tiny_args(tiny_llama_path, straight, *steps)))
+    straight_rows = read_metrics(straight / "metrics.jsonl")
+    assert _comparable(resumed_rows) == pytest.approx(_comparable(straight_rows), rel=1e-4, abs=1e-6)
+
+    from safetensors.torch import load_file
+
+    a = load_file(crashed / "adapter_model.safetensors")
+    b = load_file(straight / "adapter_model.safetensors")
+    assert a.keys() == b.keys() and a
+    for key in a:
+        assert a[key].allclose(b[key], atol=1e-6), key
+
+    # Outputs: adapter, metrics, plot, results; every reward logged at every step.
+    assert (straight / "adapter_config.json").is_file() and (straight / "train_results.json").is_file()
+    assert (straight / "reward_means.png").read_bytes().startswith(PNG_MAGIC)
+    for row in straight_rows:
+        for name in REWARD_NAMES:
+            assert f"rewards/{name}/mean" in row, (row["step"], name)
+    assert trainer.cros_reference_mode == "peft_disabled_adapters"
+
+
+@pytest.mark.slow
+def test_warm_start_adapter_continues_and_cros_scores_with_the_merged_initial_policy(
+    recipe, tiny_llama_path, tmp_path
+):
+    from peft import LoraConfig, PeftModel, get_peft_model
+
+    from faithgrpo.rewards.cros import CRoSReward
+    from faithgrpo.testing import tiny_causal_lm
+
+    # A warm-start adapter that changes the model (random non-zero LoRA weights, as after SFT).
+    base, tok = tiny_causal_lm("llama", seed=0)
+    adapter = tmp_path / "sft_adapter"
+    config = LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], init_lora_weights=False)
+    get_peft_model(base, config).save_pretrained(adapter)
+
+    args = recipe.parse_args(
+        _tiny_args(tiny_llama_path, tmp_path / "run", "--max_steps", "1", "--save_strategy", "no",
+                   "--warm_start_adapter", str(adapter))
+    )  # fmt: skip
+    trainer = recipe.main(*args)
+    assert trainer.cros_reference_mode is None  # bound by the recipe, not by the trainer glue
+    cros = next(f for f in trainer.reward_funcs if isinstance(f, CRoSReward))
+
+    # The run trained the warm-start adapter itself (same modules, weights moved) ...
+    trained = {n: p for n, p in trainer.model.named_parameters() if p.requires_grad}
+    assert trained and all("lora_" in n for n in trained)
+    assert {n.split(".lora_")[0] for n in trained} == {
+        n.split(".lora_")[0] for n, _ in PeftModel.from_pretrained(tiny_causal_lm("llama", seed=0)[0], adapter)
+        .named_parameters() if "lora_" in n
+    }  # fmt: skip
+    # ... and CRoS scored with base + warm-start adapter merged: the policy this run started from.
+    start = PeftModel.from_pretrained(tiny_causal_lm("llama", seed=0)[0], adapter).merge_and_unload().eval()
+    pairs = [([{"role": "user", "content": "q"}],
+              "<think>Step 1: U opens X <- U -> Y.\nStep 2: adjust for U.</think><answer>{U}</answer>")]  # fmt: skip
+    got = cros.compute_deltas(pairs)[0]
+    want = CRoSReward(start, tok, num_scrambles=cros.num_scrambles, seed=cros.seed).compute_deltas(pairs)[0]
+    bare = CRoSReward(
+        tiny_causal_lm("llama", seed=0)[0], tok, num_scrambles=cros.num_scrambles, seed=cros.seed
+    )
+    assert got.logprob == pytest.approx(want.logprob, abs=1e-6)
+    assert got.delta == pytest.approx(want.delta, abs=1e-6)
+    assert got.logprob != pytest.approx(bare.compute_deltas(pairs)[0].logprob, abs=1e-4)  # not the bare base
+    now = CRoSReward(trainer.model, tok, num_scrambles=cros.num_scrambles, seed=cros.seed).compute_deltas(
+        pairs
+    )[0]
+    assert now.logprob != pytest.approx(want.logprob, abs=1e-7)  # the trained policy has moved on
+
+
+@pytest.mark.slow
+def test_add_reward_term_runs_one_step(tiny_llama_path, tmp_path):
+    script = _load_script("add_reward_term")
+    source = (ROOT / "recipes" / "add_reward_term.py").read_text()
+    assert [line for line in source.splitlines() if "# faithgrpo " in line][:3] == [
+        "from faithgrpo.rewards import CRoSReward, calver_reward  # faithgrpo 1/3",
+        "    cros = CRoSReward(reference=model, num_scrambles=4, seed=training_args.seed)  # faithgrpo 2/3",
+        "    reward_funcs += [cros, calver_reward]  # faithgrpo 3/3",
+    ]
+    trainer = script.main(
+        ["--model_name_or_path", str(tiny_llama_path), "--output_dir", str(tmp_path), "--num_problems", "8",
+         "--max_steps", "1", "--per_device_train_batch_size", "4", "--num_generations", "4",
+         "--max_completion_length", "8", "--use_cpu", "true", "--bf16", "false", "--report_to", "none",
+         "--disable_tqdm", "true", "--save_strategy", "no"]
+    )  # fmt: skip
+    logged = {k for entry in trainer.state.log_history for k in entry}
+    assert {"rewards/think_format_reward/mean", "rewards/cros/mean", "rewards/calver/mean"} <= logged
+    cros = trainer.reward_funcs[1]
+    assert len(cros.last_scores) == 4  # the step's completions went through CRoS
+    # CRoS scores with its own frozen copy of the initial checkpoint, not with the trained policy.
+    from faithgrpo.rewards.cros import CRoSReward
+    from faithgrpo.testing import tiny_causal_lm
+
+    pairs = [([{"role": "user", "content": "q"}],
+              "<think>Step 1: U opens X <- U -> Y.\nStep 2: adjust for U.</think><answer>{U}</answer>")]  # fmt: skip
+    got = cros.compute_deltas(pairs)[0]
+    initial, tok = tiny_causal_lm("llama", seed=0)
+    want = CRoSReward(initial, tok, num_scrambles=4, seed=cros.seed).compute_deltas(pairs)[0]
+    assert got.delta is not None and got.delta == pytest.approx(want.delta, abs=1e-6)
+    assert cros.model is not trainer.model and not any(p.requires_grad for p in cros.model.parameters())
+    assert (tmp_path / "model.safetensors").is_file()
+
+
+@pytest.mark.slow
+def test_accelerate_launch_runs_the_recipe(tiny_llama_path, tmp_path):
+    accelerate = Path(sys.executable).with_name("accelerate")
+    out = tmp_path / "run"
+    proc = subprocess.run(
+        [str(accelerate), "launch", "--cpu", "--num_processes", "1", "--num_machines", "1",
+         "--mixed_precision", "no", "--dynamo_backend", "no",
+         str(ROOT / "recipes" / "grpo_cros.py"), *_tiny_args(tiny_llama_path, out, "--max_steps", "1",
+                                                              "--save_strategy", "no")],
+        capture_output=True, text=True, timeout=600, cwd=tmp_path,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "step 1/1 | reward" in proc.stdout  # the one-line summary
+    assert [r["step"] for r in read_metrics(out / "metrics.jsonl")] == [1]
+    assert (out / "adapter_model.safetensors").is_file()
+    assert (out / "reward_means.png").read_bytes().startswith(PNG_MAGIC)

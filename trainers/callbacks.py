@@ -1,0 +1,292 @@
+"""Trainer callbacks: ``metrics.jsonl``, a one-line summary per logging step, a reward plot at train end.
+
+- :class:`MetricsJSONLCallback` appends every logging step's metrics (TRL's ``rewards/<name>/mean``,
+  ``reward``, ``loss``, CRoS/CALVER diagnostics, ...) as one JSON line to ``<output_dir>/metrics.jsonl``
+  and, at train end, draws each reward's mean per step into a PNG. On a resumed run it drops lines
+  past the checkpoint's step first (those steps are redone), so every step appears once.
+- :class:`SummaryProgressCallback` / :class:`SummaryPrinterCallback` replace transformers'
+  ``ProgressCallback`` / ``PrinterCallback``: the progress bar stays, but each logging step prints
+  one line (step, total reward, each reward's mean, seconds per step) instead of a 40-key dict.
+- :func:`install_callbacks` wires both into a trainer.
+
+Only the main process writes or prints. ``report_to`` integrations (tensorboard, wandb) are untouched:
+they run next to these callbacks.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from transformers import PrinterCallback, ProgressCallback, TrainerCallback
+
+__all__ = [
+    "MetricsJSONLCallback",
+    "SummaryPrinterCallback",
+    "SummaryProgressCallback",
+    "install_callbacks",
+    "plot_reward_means",
+    "read_metrics",
+    "reward_names_in",
+    "summary_line",
+]
+
+# Keys of the one-off end-of-training log (train_runtime, ...): not a logging step.
+_SUMMARY_KEYS = frozenset({"train_runtime", "train_samples_per_second", "train_steps_per_second"})
+
+
+def _finite(value: Any) -> Any:
+    """JSON-safe value: non-finite floats become ``None`` (JSON has no NaN), tensors become numbers."""
+    if hasattr(value, "item") and callable(value.item):
+        try:
+            value = value.item()
+        except (ValueError, RuntimeError):
+            return str(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    return str(value)
+
+
+def read_metrics(path: str | Path) -> list[dict[str, Any]]:
+    """Read a ``metrics.jsonl`` file; a torn last line (killed mid-write) is skipped."""
+    rows = []
+    path = Path(path)
+    if not path.is_file():
+        return rows
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(row, dict):
+            rows.append(row)
+    return rows
+
+
+def reward_names_in(rows: Iterable[Mapping[str, Any]]) -> list[str]:
+    """Reward names logged by TRL (``rewards/<name>/mean``), in first-seen order."""
+    names: list[str] = []
+    for row in rows:
+        for key in row:
+            if key.startswith("rewards/") and key.endswith("/mean"):
+                name = key[len("rewards/") : -len("/mean")]
+                if name not in names:
+                    names.append(name)
+    return names
+
+
+def plot_reward_means(
+    metrics: str | Path | Sequence[Mapping[str, Any]], png_path: str | Path, title: str | None = None
+) -> Path | None:
+    """Plot each reward's mean per step (and the weighted total ``reward``) into a PNG.
+
+    Args:
+        metrics: a ``metrics.jsonl`` path or its rows.
+        png_path: where to write the PNG.
+        title: figure title.
+
+    Returns:
+        The PNG path, or ``None`` when no row carries a reward mean (nothing to plot).
+    """
+    rows = read_metrics(metrics) if isinstance(metrics, (str, Path)) else list(metrics)
+    names = reward_names_in(rows)
+    if not names:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")  # no display on training machines
+    import matplotlib.pyplot as plt
+
+    fig, (ax_each, ax_total) = plt.subplots(1, 2, figsize=(11, 4), constrained_layout=True)
+    for name in names:
+        points = [
+            (r["step"], r[f"rewards/{name}/mean"]) for r in rows if r.get(f"rewards/{name}/mean") is not None
+        ]
+        if points:
+            ax_each.plot(*zip(*points), marker="o", markersize=3, label=name)
+    ax_each.set(xlabel="step", ylabel="mean reward", title="per reward (unweighted)")
+    ax_each.legend(fontsize=8)
+    total = [(r["step"], r["reward"]) for r in rows if r.get("reward") is not None]
+    if total:
+        ax_total.plot(*zip(*total), marker="o", markersize=3, color="black")
+    ax_total.set(xlabel="step", ylabel="weighted reward", title="total (reward_weights applied)")
+    if title:
+        fig.suptitle(title)
+    png_path = Path(png_path)
+    png_path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(png_path, dpi=100)
+    plt.close(fig)
+    return png_path
+
+
+def summary_line(logs: Mapping[str, Any], step: int, max_steps: int, seconds_per_step: float | None) -> str:
+    """One line per logging step: step, weighted reward, each reward's mean, loss, seconds per step.
+
+    Example:
+        >>> summary_line({"reward": 0.5, "rewards/outcome/mean": 1.0, "rewards/cros/mean": 0.25,
+        ...               "loss": 0.01}, 3, 10, 12.34)
+        'step 3/10 | reward 0.500 | outcome 1.000 cros 0.250 | loss 0.0100 | 12.3 s/step'
+    """
+    parts = [f"step {step}/{max_steps}"]
+    if logs.get("reward") is not None:
+        parts.append(f"reward {logs['reward']:.3f}")
+    means = []
+    for name in reward_names_in([logs]):
+        value = logs.get(f"rewards/{name}/mean")
+        means.append(f"{name} {'n/a' if value is None else format(value, '.3f')}")
+    if means:
+        parts.append(" ".join(means))
+    if logs.get("loss") is not None:
+        parts.append(f"loss {logs['loss']:.4g}")
+    if seconds_per_step is not None:
+        parts.append(f"{seconds_per_step:.1f} s/step")
+    return " | ".join(parts)
+
+
+class _StepClock:
+    """Wall seconds per step between logging steps (generation, rewards and update included)."""
+
+    def __init__(self) -> None:
+        self._last: tuple[float, int] | None = None
+
+    def start(self, step: int) -> None:
+        self._last = (time.perf_counter(), step)
+
+    def lap(self, step: int) -> float | None:
+        now = time.perf_counter()
+        last, self._last = self._last, (now, step)
+        if last is None or step <= last[1]:
+            return None
+        return (now - last[0]) / (step - last[1])
+
+
+class MetricsJSONLCallback(TrainerCallback):
+    """Write one JSON line per logging step; plot each reward's mean per step at train end.
+
+    Each line holds ``step``, ``epoch``, ``wall_s_per_step`` (wall time since the previous logging
+    step, divided by the steps in between) and every logged value (non-finite numbers as ``null``).
+
+    Args:
+        path: the JSONL file (default ``<output_dir>/metrics.jsonl``).
+        plot_path: the PNG (default ``<output_dir>/reward_means.png``); ``False`` for no plot.
+    """
+
+    def __init__(self, path: str | Path | None = None, plot_path: str | Path | bool | None = None):
+        self.path = Path(path) if path else None
+        self.plot_path = plot_path
+        self.plotted: Path | None = None
+        self._clock = _StepClock()
+
+    def _resolve(self, args: Any) -> None:
+        if self.path is None:
+            self.path = Path(args.output_dir) / "metrics.jsonl"
+        if self.plot_path is None or self.plot_path is True:
+            self.plot_path = Path(args.output_dir) / "reward_means.png"
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        self._resolve(args)
+        self._clock.start(state.global_step)
+        if not state.is_world_process_zero:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        # A fresh run starts a fresh file. A resumed run keeps the steps its checkpoint covers and drops
+        # later ones: they were lost with the interrupted process and are about to be redone.
+        kept = [r for r in read_metrics(self.path) if 0 < r.get("step", 0) <= state.global_step]
+        with self.path.open("w", encoding="utf-8") as f:
+            for row in kept:
+                f.write(json.dumps(row, allow_nan=False) + "\n")
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if self.path is None:
+            self._resolve(args)
+        seconds = self._clock.lap(state.global_step)
+        if not state.is_world_process_zero or not logs or _SUMMARY_KEYS & set(logs):
+            return
+        row = {"step": state.global_step, "epoch": _finite(state.epoch), "wall_s_per_step": seconds}
+        row.update({k: _finite(v) for k, v in logs.items() if k not in ("step", "epoch")})
+        with self.path.open("a", encoding="utf-8") as f:
+            f.write(json.dumps(row, allow_nan=False) + "\n")
+            f.flush()
+
+    def on_train_end(self, args, state, control, **kwargs):
+        if self.path is None:
+            self._resolve(args)
+        if state.is_world_process_zero and self.plot_path:
+            self.plotted = plot_reward_means(self.path, self.plot_path, title=Path(args.output_dir).name)
+
+
+class _SummaryMixin:
+    """Print :func:`summary_line` per logging step instead of the raw log dict."""
+
+    def _summary(self, state, logs) -> str | None:
+        if not hasattr(self, "_clock"):
+            self._clock = _StepClock()
+        seconds = self._clock.lap(state.global_step)
+        if not logs or _SUMMARY_KEYS & set(logs):
+            return None
+        return summary_line(logs, state.global_step, state.max_steps, seconds)
+
+
+class SummaryProgressCallback(_SummaryMixin, ProgressCallback):
+    """transformers' progress bar, with one summary line per logging step written above it."""
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        super().on_train_begin(args, state, control, **kwargs)
+        self._clock = _StepClock()
+        self._clock.start(state.global_step)
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        line = self._summary(state, logs)
+        if line and state.is_world_process_zero and self.training_bar is not None:
+            self.training_bar.write(line)
+
+
+class SummaryPrinterCallback(_SummaryMixin, PrinterCallback):
+    """With ``disable_tqdm``: one printed summary line per logging step."""
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        self._clock = _StepClock()
+        self._clock.start(state.global_step)
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        line = self._summary(state, logs)
+        if line and state.is_local_process_zero:
+            print(line, flush=True)
+
+
+def install_callbacks(
+    trainer: Any,
+    *,
+    metrics_path: str | Path | None = None,
+    plot_path: str | Path | bool | None = None,
+    summary: bool = True,
+) -> MetricsJSONLCallback:
+    """Add the metrics writer to ``trainer`` and swap its log printer for the one-line summary.
+
+    Args:
+        trainer: a transformers/TRL trainer.
+        metrics_path, plot_path: see :class:`MetricsJSONLCallback`.
+        summary: replace the raw-dict printer (``ProgressCallback``/``PrinterCallback``) with the
+            one-line summary; the progress bar itself is kept.
+
+    Returns:
+        The metrics callback (its ``plotted`` attribute holds the PNG path after training).
+    """
+    metrics = MetricsJSONLCallback(metrics_path, plot_path)
+    trainer.add_callback(metrics)
+    if summary:
+        handler = trainer.callback_handler
+        for old, new in (
+            (ProgressCallback, SummaryProgressCallback),
+            (PrinterCallback, SummaryPrinterCallback),
+        ):
+            if any(type(cb) is old for cb in handler.callbacks):
+                trainer.remove_callback(old)
+                trainer.add_callback(new)
+    return metrics

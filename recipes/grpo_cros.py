@@ -311,6 +311,15 @@ def _sharded_backend(training_args: GRPOConfig) -> str | None:
     return None
 
 
+def _missing_reporters(report_to) -> list[str]:
+    """Logging integrations named in ``report_to`` (tensorboard, wandb, ...) that are not installed."""
+    from transformers.integrations import get_available_reporting_integrations
+
+    names = [report_to] if isinstance(report_to, str) else list(report_to or [])
+    available = set(get_available_reporting_integrations())
+    return [n for n in names if n not in ("none", "all") and n not in available]
+
+
 def resolve_resume(training_args: GRPOConfig) -> str | None:
     """``--resume_from_checkpoint``: a checkpoint dir, or true/latest for the newest one in output_dir."""
     value = training_args.resume_from_checkpoint
@@ -401,6 +410,11 @@ def validate(script_args, training_args, model_args, *, check_paths: bool = True
                 "give CRoS its own frozen reference: --cros_reference <the policy's model id or path> "
                 "(or use DDP / DeepSpeed ZeRO-2, where the policy is not sharded)"
             )
+    missing = _missing_reporters(training_args.report_to)
+    if missing:
+        raise RecipeError(
+            f"report_to names {missing}, not installed here; pip install {' '.join(missing)}, or --report_to none"
+        )
     if training_args.use_vllm:
         import importlib.util
 

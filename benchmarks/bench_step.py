@@ -1,35 +1,39 @@
 """GRPO step time with the full reward stack ÷ step time with outcome + format only (issue 5, speed).
 
 Same model (the embedded SmolLM2-135M-Instruct with the recipe's LoRA), same batch, same seed, on
-CPU, through ``recipes/grpo_cros.py`` with the CPU demo config. Configurations:
+CPU, through ``recipes/grpo_cros.py`` with the CPU demo config restricted to causal rows (every
+reward applies to them). Configurations:
 
 - ``base``: rewards outcome + format;
 - ``full_m2`` / ``full_m4``: outcome, format, trace_format, CRoS (M = 2 / 4), CALVER.
 
-Each runs ``--steps`` GRPO steps from the same seed (so step 1 sees the same prompts and the same
-sampled completions in every configuration); a step's time is TRL's ``step_time`` (generation,
-rewards, forward and backward). Two ratios per M:
+Each configuration runs ``--steps`` GRPO steps from the same seed, so step k sees the same prompt in
+every configuration; a step's time is TRL's ``step_time`` (generation, rewards, forward and
+backward). Configurations are run in ``--rounds`` interleaved rounds and each step keeps its fastest
+time over the rounds: on a machine shared with other jobs the minimum is the least disturbed.
+Two ratios per M:
 
-- ``ratio``: median full step time / median base step time, on what the policy generates. A 135M
-  base model rarely closes an ``<answer>``, so CRoS scores few completions (``cros_scored_frac``)
-  and costs little there;
+- ``ratio``: full step time / base step time, on what the policy generates. A 135M base model
+  rarely closes an ``<answer>``, so CRoS scores few completions (``cros_scored_frac``) and costs
+  little there;
 - ``ratio_all_scored``: the steady state of a policy that writes traces. The extra rewards
-  (trace_format, CRoS, CALVER) score G gold six-slot traces per prompt (every one has a defined Δ)
-  with CRoS bound as in training (the policy with adapters disabled); ratio = (base step + extra
-  reward time) / base step.
+  (trace_format, CRoS, CALVER) score G gold six-slot traces for each of ``--gold_prompts`` causal
+  prompts (every completion has a defined Δ), with CRoS bound as in training (the policy with its
+  adapters disabled); ratio = (base step + extra reward time per step) / base step.
 
 Prints one JSON object. Target: ratio <= 2.0 at M = 4 on CPU (<= 1.15 on a GPU).
 
 Usage:
-    python benchmarks/bench_step.py                 # embedded model, 2 steps per configuration
-    python benchmarks/bench_step.py --steps 3 --model PATH
-    python benchmarks/bench_step.py --tiny --steps 1   # tiny random Llama: a quick smoke run
+    python benchmarks/bench_step.py                 # embedded model
+    python benchmarks/bench_step.py --steps 3 --rounds 3 --model PATH
+    python benchmarks/bench_step.py --tiny --steps 1 --rounds 1   # tiny random Llama: a smoke run
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import importlib.util
 import json
 import os
@@ -77,34 +81,32 @@ def gold_batch(dataset, group: int, prompts: int):
     batch = {"prompts": [], "completions": [], "problem": [], "entry": [], "answer": []}
     for i, row in enumerate(rows):
         for k in range(group):
+            trace = gold_trace(row["problem"], 1000 * i + k)
             batch["prompts"].append(row["prompt"])
-            batch["completions"].append(
-                [{"role": "assistant", "content": gold_trace(row["problem"], 1000 * i + k)}]
-            )
+            batch["completions"].append([{"role": "assistant", "content": trace}])
             batch["problem"].append(row["problem"])
             batch["entry"].append(row["entry"])
             batch["answer"].append(row["answer"])
-    return batch
+    return batch, len(rows)
 
 
-def extra_reward_seconds(trainer, batch, m: int, repeats: int) -> tuple[float, dict]:
-    """Median time of trace_format + CRoS (M = m) + CALVER on ``batch``, CRoS bound as in training."""
+def extra_reward_funcs(trainer, m: int) -> list:
+    """trace_format, CRoS (M = m) and CALVER, CRoS bound to ``trainer``'s policy as in training."""
     from faithgrpo.rewards.registry import get_reward_funcs
     from faithgrpo.trainers.reference import bind_cros_references
 
     funcs = get_reward_funcs(["trace_format", "cros", "calver"], cros_num_scrambles=m, cros_seed=0)
     policy = trainer.accelerator.unwrap_model(trainer.model)
     bind_cros_references(funcs, policy, trainer.processing_class, num_generations=trainer.num_generations)
+    return funcs
+
+
+def time_rewards(funcs, batch) -> float:
     columns = {k: batch[k] for k in ("problem", "entry", "answer")}
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        for func in funcs:
-            func(prompts=batch["prompts"], completions=batch["completions"], **columns)
-        times.append(time.perf_counter() - start)
-    cros = funcs[1]
-    scored = sum(s.delta is not None for s in cros.last_scores) / len(cros.last_scores)
-    return statistics.median(times), {"cros_scored_frac": scored, "times_s": [round(t, 3) for t in times]}
+    start = time.perf_counter()
+    for func in funcs:
+        func(prompts=batch["prompts"], completions=batch["completions"], **columns)
+    return time.perf_counter() - start
 
 
 def main() -> None:
@@ -115,10 +117,14 @@ def main() -> None:
         "--model", default="embedded", help="policy: 'embedded', a checkpoint dir or a hub id"
     )
     parser.add_argument("--tiny", action="store_true", help="a tiny random Llama instead (smoke run)")
-    parser.add_argument("--steps", type=int, default=2, help="GRPO steps per configuration")
+    parser.add_argument("--steps", type=int, default=2, help="GRPO steps per configuration and round")
     parser.add_argument(
-        "--repeats", type=int, default=3, help="timed calls of the extra rewards on gold traces"
+        "--rounds", type=int, default=2, help="interleaved rounds; each step keeps its fastest"
     )
+    parser.add_argument(
+        "--repeats", type=int, default=3, help="timed calls of the extra rewards (fastest kept)"
+    )
+    parser.add_argument("--gold_prompts", type=int, default=2, help="causal prompts with G gold traces each")
     parser.add_argument("--scrambles", type=int, nargs="+", default=[2, 4], help="CRoS M values")
     args = parser.parse_args()
 
@@ -126,50 +132,69 @@ def main() -> None:
     recipe = load_recipe()
     work = Path(tempfile.mkdtemp(prefix="bench_step_"))
     model = args.model
-    extra: list[str] = []
+    extra = ["--mixture", "{}"]  # causal rows only: every reward applies
     if args.tiny:
         from faithgrpo.testing import save_tiny_causal_lm
 
         model = str(save_tiny_causal_lm(work / "tiny", "llama", seed=0))
-        extra = [
+        extra += [
             "--max_completion_length",
             "16",
             "--system_prompt",
             "Think, then answer in <answer></answer>.",
         ]
 
+    configs = {"base": (["outcome", "format"], 4)} | {f"full_m{m}": (FULL, m) for m in args.scrambles}
     # One untimed step first: the process's first forward/generate pays one-off allocation costs.
     run(recipe, model, work / "warmup", ["outcome", "format"], 1, extra)
-    base_trainer, base_logs = run(recipe, model, work / "base", ["outcome", "format"], args.steps, extra)
-    base = [e["step_time"] for e in base_logs]
-    t_base = statistics.median(base)
-    dataset = base_trainer.train_dataset
-    group = base_trainer.num_generations
-    prompts_per_step = base_trainer.args.per_device_train_batch_size // group
-    batch = gold_batch(dataset, group, max(prompts_per_step, 1))
-    tok = base_trainer.processing_class
+    fastest: dict[str, list[float]] = {}
+    scored: dict[str, list[float]] = {name: [] for name in configs}
+    trainer = None
+    for r in range(args.rounds):
+        for name, (rewards, m) in configs.items():
+            trainer = None
+            gc.collect()
+            trainer, logs = run(recipe, model, work / f"{name}_{r}", rewards, args.steps, extra, m=m)
+            times = [e["step_time"] for e in logs]
+            fastest[name] = [min(a, b) for a, b in zip(fastest[name], times)] if name in fastest else times
+            scored[name] += [
+                1 - e["cros/undefined_frac"] for e in logs if e.get("cros/undefined_frac") is not None
+            ]
+
+    group = trainer.num_generations
+    prompts_per_step = max(trainer.args.per_device_train_batch_size // group, 1)
+    batch, n_prompts = gold_batch(trainer.train_dataset, group, args.gold_prompts)
+    tok = trainer.processing_class
     gold_tokens = [
         len(tok(c[0]["content"], add_special_tokens=False)["input_ids"]) for c in batch["completions"]
     ]
+    funcs = {m: extra_reward_funcs(trainer, m) for m in args.scrambles}
+    reward_times: dict[int, list[float]] = {m: [] for m in args.scrambles}
+    for _ in range(args.repeats):  # interleaved, fastest kept
+        for m in args.scrambles:
+            reward_times[m].append(time_rewards(funcs[m], batch))
 
+    base = statistics.mean(fastest["base"])
     results = {}
     for m in args.scrambles:
-        _, logs = run(recipe, model, work / f"full_m{m}", FULL, args.steps, extra, m=m)
-        full = [e["step_time"] for e in logs]
-        undefined = [e.get("cros/undefined_frac") for e in logs if e.get("cros/undefined_frac") is not None]
-        extra_s, detail = extra_reward_seconds(base_trainer, batch, m, args.repeats)
+        full = fastest[f"full_m{m}"]
+        per_step = min(reward_times[m]) / n_prompts * prompts_per_step
+        cros = funcs[m][1]
         results[f"M={m}"] = {
             "full_step_s": [round(t, 3) for t in full],
-            "ratio": round(statistics.median(full) / t_base, 3),
-            "cros_scored_frac": round(1 - statistics.mean(undefined), 3) if undefined else None,
+            "ratio": round(statistics.mean(full) / base, 3),
+            "cros_scored_frac": round(statistics.mean(scored[f"full_m{m}"]), 3)
+            if scored[f"full_m{m}"]
+            else None,
             "all_scored": {
-                "extra_reward_s": round(extra_s, 3),
-                "ratio_all_scored": round((t_base + extra_s) / t_base, 3),
-                **detail,
+                "extra_reward_s_per_step": round(per_step, 3),
+                "ratio_all_scored": round((base + per_step) / base, 3),
+                "cros_scored_frac": sum(s.delta is not None for s in cros.last_scores)
+                / len(cros.last_scores),
+                "reward_call_s": [round(t, 3) for t in reward_times[m]],
             },
         }
 
-    args_used = base_trainer.args
     print(
         json.dumps(
             {
@@ -181,10 +206,12 @@ def main() -> None:
                 "load_average_1m": round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None,
                 "platform": platform.platform(),
                 "steps_per_config": args.steps,
+                "rounds": args.rounds,
                 "num_generations": group,
                 "prompts_per_step": prompts_per_step,
-                "max_completion_length": args_used.max_completion_length,
-                "base_step_s": [round(t, 3) for t in base],
+                "max_completion_length": trainer.args.max_completion_length,
+                "base_step_s": [round(t, 3) for t in fastest["base"]],
+                "gold_prompts": n_prompts,
                 "gold_trace_tokens_mean": round(statistics.mean(gold_tokens), 1),
                 "results": results,
                 "target": {"ratio_at_M4_cpu": 2.0, "ratio_at_M4_gpu": 1.15},

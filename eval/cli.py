@@ -3,6 +3,10 @@
 Example:
     faithgrpo eval --model embedded --adapter runs/grpo_cros/final --tasks causal_graph,knights_knaves \\
         --k 1,2,4,8,16 --samples 16 --hints all --out eval_out --baseline embedded
+
+    # three checkpoints side by side, named base / sft / grpo
+    faithgrpo eval --model embedded --label base --checkpoint sft embedded runs/sft/final \\
+        --checkpoint grpo embedded runs/grpo_cros/final --out eval_out
 """
 
 from __future__ import annotations
@@ -40,6 +44,31 @@ def _hint_list(text: str) -> tuple[str, ...]:
         raise argparse.ArgumentTypeError(f"{err} (or 'none' to skip)") from None
 
 
+class _CheckpointAction(argparse.Action):
+    """``--checkpoint LABEL MODEL [ADAPTER]``, repeatable: appends ``(label, model, adapter or None)``."""
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        if len(values) not in (2, 3):
+            raise argparse.ArgumentError(
+                self,
+                f"expected LABEL MODEL [ADAPTER] (2 or 3 values), got {len(values)}: {' '.join(values)!r}; "
+                "e.g. --checkpoint sft embedded runs/sft/final",
+            )
+        label, model, adapter = (*values, None) if len(values) == 2 else values
+        entries = list(getattr(namespace, self.dest, None) or [])
+        entries.append((label, model, adapter))
+        setattr(namespace, self.dest, entries)
+
+
+class _HelpFormatter(argparse.HelpFormatter):
+    """Shows ``--checkpoint LABEL MODEL [ADAPTER]`` instead of argparse's ``LABEL [LABEL ...]``."""
+
+    def _format_args(self, action, default_metavar):
+        if isinstance(action, _CheckpointAction):
+            return "LABEL MODEL [ADAPTER]"
+        return super()._format_args(action, default_metavar)
+
+
 def add_eval_subcommand(subparsers) -> argparse.ArgumentParser:
     """Add ``eval`` to a ``faithgrpo`` subparsers object; returns the new parser.
 
@@ -58,13 +87,29 @@ def add_eval_subcommand(subparsers) -> argparse.ArgumentParser:
             "Sample completions from a checkpoint (cached as JSONL under --out), compute CoT-Pass@K, hint "
             "faithfulness and checkpoint faithfulness metrics, and write report.json, report.md and PNGs."
         ),
+        formatter_class=_HelpFormatter,
     )
     parser.add_argument(
         "--model", default="embedded", help="base model: 'embedded', a local path or a hub id"
     )
     parser.add_argument("--adapter", default=None, help="LoRA adapter directory trained on --model")
+    parser.add_argument(
+        "--label", default="model", help="report label and cache folder (OUT/LABEL/) of --model"
+    )
     parser.add_argument("--baseline", default=None, help="a second base model to compare side by side")
     parser.add_argument("--baseline-adapter", default=None, help="LoRA adapter for --baseline")
+    parser.add_argument("--baseline-label", default="baseline", help="report label of --baseline")
+    parser.add_argument(
+        "--checkpoint",
+        dest="extra_checkpoints",
+        nargs="+",
+        action=_CheckpointAction,
+        default=[],
+        help=(
+            "one more checkpoint to compare, after --model and --baseline (repeatable, in order): a "
+            "unique LABEL (letters, digits, '.', '_', '-'), a base MODEL and an optional LoRA ADAPTER"
+        ),
+    )
     parser.add_argument(
         "--tasks",
         type=_name_list,
@@ -117,8 +162,11 @@ def config_from_args(args: argparse.Namespace):
     return EvalConfig(
         model=args.model,
         adapter=args.adapter,
+        label=args.label,
         baseline=args.baseline,
         baseline_adapter=args.baseline_adapter,
+        baseline_label=args.baseline_label,
+        extra_checkpoints=tuple(tuple(entry) for entry in args.extra_checkpoints),
         tasks=tuple(args.tasks),
         ks=tuple(args.ks),
         samples=args.samples,

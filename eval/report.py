@@ -1,6 +1,7 @@
 """The ``faithgrpo eval`` pipeline: completions -> metrics -> ``report.json``, ``report.md`` and PNGs.
 
-For each checkpoint (the one under test and, optionally, a baseline) `run_eval`:
+For each checkpoint (the one under test, an optional baseline, then any number of extra
+``--checkpoint LABEL MODEL [ADAPTER]`` entries, in that order) `run_eval`:
 
 1. draws the evaluation prompts of every task (seeded, identical for both checkpoints),
 2. samples G completions per prompt, or reuses the JSONL cache in ``OUT/<label>/`` when it was
@@ -22,6 +23,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -34,6 +36,7 @@ __all__ = [
     "Checkpoint",
     "EvalConfig",
     "best_of_k_section",
+    "check_label",
     "hint_questions",
     "render_markdown",
     "run_eval",
@@ -49,6 +52,16 @@ COT_VERIFIERS = {
     "knights_knaves": "Knights & Knaves truth table (all checks)",
 }
 CROS_REFERENCES = ("base", "self")
+LABEL_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+# Files written next to the per-checkpoint folders: a label must not shadow one of them.
+REPORT_FILES = (
+    "report.json",
+    "report.md",
+    "passk.png",
+    "hints.png",
+    "best_of_k.png",
+    "early_answering.png",
+)
 
 
 @dataclass(frozen=True)
@@ -66,7 +79,11 @@ class EvalConfig:
 
     Attributes:
         model, adapter: the checkpoint under test (``"embedded"``/path/hub id, LoRA folder or ``None``).
+        label: its report label and cache folder name (``OUT/<label>/``).
         baseline, baseline_adapter: an optional second checkpoint reported side by side.
+        baseline_label: the baseline's label.
+        extra_checkpoints: more checkpoints, as ``(label, model, adapter or None)`` triples (a pair
+            ``(label, model)`` means no adapter), evaluated after the model and the baseline, in order.
         tasks: task names (`FEATURED_TASKS` or any reasoning-gym dataset name).
         ks: the K values of Pass@K; each must be ≤ ``samples``.
         samples: completions per prompt (G).
@@ -88,8 +105,11 @@ class EvalConfig:
 
     model: str = "embedded"
     adapter: str | None = None
+    label: str = "model"
     baseline: str | None = None
     baseline_adapter: str | None = None
+    baseline_label: str = "baseline"
+    extra_checkpoints: tuple[tuple[str, str, str | None], ...] = ()
     tasks: tuple[str, ...] = ("causal_graph", "knights_knaves")
     ks: tuple[int, ...] = (1, 2, 4, 8, 16)
     samples: int = 16
@@ -147,13 +167,77 @@ class EvalConfig:
             raise ValueError(
                 "--baseline-adapter needs --baseline (the base model of the baseline checkpoint)"
             )
+        if self.baseline_label != "baseline" and not self.baseline:
+            raise ValueError("--baseline-label needs --baseline (the checkpoint it names)")
+        self._validate_checkpoints()
+
+    def _validate_checkpoints(self) -> None:
+        """Every checkpoint has a filesystem-safe label, distinct from the others (case-insensitively)."""
+        for entry in self.extra_checkpoints:
+            if (
+                isinstance(entry, (str, bytes))
+                or len(entry) not in (2, 3)
+                or not all(isinstance(v, str) for v in entry[:2])
+            ):
+                raise ValueError(
+                    f"--checkpoint takes LABEL MODEL [ADAPTER] (2 or 3 values), got {entry!r}: e.g. "
+                    "--checkpoint sft embedded runs/sft/final"
+                )
+        owners = {}
+        for option, checkpoint in zip(self._label_options(), self.checkpoints()):
+            label = checkpoint.label
+            check_label(label, option)
+            taken = owners.get(label.lower())
+            if taken is not None:
+                raise ValueError(
+                    f"checkpoint label {label!r} of {option} is already taken by {taken[0]} "
+                    f"({taken[1]!r}); labels name the cache folders OUT/<label>/ and must differ, also in "
+                    "letter case: pick another LABEL"
+                    + (", or rename the main checkpoint with --label" if taken[0] == "--model" else "")
+                    + (", or rename the baseline with --baseline-label" if taken[0] == "--baseline" else "")
+                )
+            owners[label.lower()] = (option, label)
+
+    def _label_options(self) -> list[str]:
+        """The option that set each checkpoint of `checkpoints`, for error messages."""
+        options = ["--model"] + (["--baseline"] if self.baseline else [])
+        return options + [f"--checkpoint #{i}" for i in range(1, len(self.extra_checkpoints) + 1)]
 
     def checkpoints(self) -> list[Checkpoint]:
-        """The checkpoint under test, then the baseline if any, with distinct labels."""
-        main = Checkpoint("model", self.model, self.adapter)
-        if not self.baseline:
-            return [main]
-        return [main, Checkpoint("baseline", self.baseline, self.baseline_adapter)]
+        """The checkpoint under test, the baseline if any, then the extra checkpoints, in that order."""
+        out = [Checkpoint(self.label, self.model, self.adapter)]
+        if self.baseline:
+            out.append(Checkpoint(self.baseline_label, self.baseline, self.baseline_adapter))
+        for entry in self.extra_checkpoints:
+            label, model, *rest = entry
+            out.append(Checkpoint(label, model, (rest[0] if rest else None) or None))
+        return out
+
+
+def check_label(label: Any, option: str = "--label") -> None:
+    """Raise ``ValueError`` unless ``label`` can name a checkpoint's cache folder ``OUT/<label>/``.
+
+    Args:
+        label: the checkpoint label.
+        option: the option that set it, named in the error.
+
+    Example:
+        >>> check_label("grpo_step-500")
+        >>> check_label("../x")
+        Traceback (most recent call last):
+        ...
+        ValueError: checkpoint label '../x' of --label is not filesystem-safe: it names the cache folder OUT/<label>/, so use 1-64 letters, digits, '.', '_' or '-' starting with a letter or digit, e.g. base, sft, grpo_step500
+    """
+    if not isinstance(label, str) or not LABEL_RE.fullmatch(label):
+        raise ValueError(
+            f"checkpoint label {label!r} of {option} is not filesystem-safe: it names the cache folder "
+            "OUT/<label>/, so use 1-64 letters, digits, '.', '_' or '-' starting with a letter or digit, "
+            "e.g. base, sft, grpo_step500"
+        )
+    if label.lower() in REPORT_FILES:
+        raise ValueError(
+            f"checkpoint label {label!r} of {option} is the name of a report file in OUT/: pick another label"
+        )
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ does the CoT admit hints?   :func:`hint_faithfulness`                           
 does the answer ride on     :func:`truncation_analysis` (early answering AOC, CIR),  ``eval/faithfulness.py``
 the CoT?                    :func:`summarize_deltas` (CRoS Δ)
 sampling + cache            :func:`generate_completions`, :func:`read_completions`  ``eval/generation.py``
+optional LLM judge          :class:`LLMJudge`, :func:`parse_verdict`                ``eval/judge.py``
 the whole report            :func:`run_eval` (``faithgrpo eval``)                   ``eval/report.py``
 ==========================  =====================================================  ======================
 
@@ -26,6 +27,8 @@ _EXPORTS = {
     "generate_completions": "generation",
     "read_completions": "generation",
     "load_checkpoint": "generation",
+    "LLMJudge": "judge",
+    "parse_verdict": "judge",
     "EvalConfig": "report",
     "run_eval": "report",
 }

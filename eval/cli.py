@@ -4,9 +4,10 @@ Example:
     faithgrpo eval --model embedded --adapter runs/grpo_cros/final --tasks causal_graph,knights_knaves \\
         --k 1,2,4,8,16 --samples 16 --hints all --out eval_out --baseline embedded
 
-    # three checkpoints side by side, named base / sft / grpo
+    # three checkpoints side by side, named base / sft / grpo, and an LLM judge of CoT correctness
     faithgrpo eval --model embedded --label base --checkpoint sft embedded runs/sft/final \\
-        --checkpoint grpo embedded runs/grpo_cros/final --out eval_out
+        --checkpoint grpo embedded runs/grpo_cros/final --judge embedded --judge-samples 3 \\
+        --judge-aggregate majority --judge-items 64 --out eval_out
 """
 
 from __future__ import annotations
@@ -79,6 +80,7 @@ def add_eval_subcommand(subparsers) -> argparse.ArgumentParser:
         (1, 4)
     """
     from faithgrpo.eval.hints import HINT_TYPES
+    from faithgrpo.eval.passk import JUDGE_AGGREGATIONS
 
     parser = subparsers.add_parser(
         "eval",
@@ -150,6 +152,33 @@ def add_eval_subcommand(subparsers) -> argparse.ArgumentParser:
         "--overwrite", action="store_true", help="regenerate even when a matching cache exists"
     )
     parser.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    judge = parser.add_argument_group(
+        "LLM judge (optional)",
+        "a local model asked n times whether each judged CoT is correct (CoT-Pass@K with the judge, agreement "
+        "with the symbolic verifier) and whether hinted CoTs mention the hint; texts cached under OUT/LABEL/",
+    )
+    judge.add_argument(
+        "--judge", dest="judge_model", default=None, help="judge base model: 'embedded', a path or a hub id"
+    )
+    judge.add_argument("--judge-adapter", default=None, help="LoRA adapter for --judge")
+    judge.add_argument("--judge-samples", type=int, default=3, help="judge runs per judged item (n)")
+    judge.add_argument(
+        "--judge-aggregate",
+        choices=JUDGE_AGGREGATIONS,
+        default="majority",
+        help="combine the n verdicts: any, all, or majority (strictly more than half)",
+    )
+    judge.add_argument("--judge-max-new-tokens", type=int, default=64, help="generation budget per judge run")
+    judge.add_argument(
+        "--judge-temperature", type=float, default=1.0, help="sampling temperature of the judge"
+    )
+    judge.add_argument(
+        "--judge-items",
+        type=int,
+        default=64,
+        help="completions judged per task and checkpoint (all G of the first judge-items // G prompts); "
+        "also caps the kept pairs judged per hint type",
+    )
     parser.add_argument("--out", required=True, help="output directory (report files and completion caches)")
     parser.set_defaults(func=run_eval_command)
     return parser
@@ -187,6 +216,13 @@ def config_from_args(args: argparse.Namespace):
         confidence=args.confidence,
         overwrite=args.overwrite,
         progress=not args.no_progress,
+        judge_model=args.judge_model,
+        judge_adapter=args.judge_adapter,
+        judge_samples=args.judge_samples,
+        judge_aggregate=args.judge_aggregate,
+        judge_max_new_tokens=args.judge_max_new_tokens,
+        judge_temperature=args.judge_temperature,
+        judge_items=args.judge_items,
     )
 
 

@@ -37,6 +37,7 @@ __all__ = [
     "CompletionRecord",
     "GenerationStats",
     "SamplingSettings",
+    "cached_generate",
     "generate_completions",
     "load_checkpoint",
     "read_completions",
@@ -547,6 +548,65 @@ def write_completions(path: str | os.PathLike, records: Sequence[CompletionRecor
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
     return path
+
+
+def cached_generate(
+    path: str | os.PathLike,
+    load,
+    prompts: Sequence[Any],
+    ids: Sequence[str],
+    settings: SamplingSettings,
+    metadata: dict[str, Any],
+    *,
+    overwrite: bool = False,
+    progress: bool = True,
+    check_prompts: bool = False,
+) -> tuple[list[CompletionRecord], dict[str, Any]]:
+    """Reuse the cache at ``path`` when it holds exactly these prompts with these settings; generate otherwise.
+
+    Args:
+        path: the JSONL cache file.
+        load: a zero-argument callable returning ``(model, tokenizer)``; only called when generating,
+            so a fully cached run never loads the model.
+        prompts, ids: the prompts and their unique ids, in order.
+        settings: sampling settings; with ``metadata`` they must match the cache's.
+        metadata: extra settings recorded in (and checked against) the cache, e.g. model and adapter.
+        overwrite: regenerate even when a matching cache exists.
+        progress: show a progress bar while generating.
+        check_prompts: also require the cached prompt texts to equal ``prompts`` (for prompts built
+            from other outputs, such as judge prompts, whose ids stay the same when their text changes).
+
+    Returns:
+        ``(records, stats)``: the records in ``ids`` order, and ``{"cached": bool, "completions",
+        "new_tokens", ...}`` (throughput fields when generated).
+
+    Raises:
+        CacheError: the cache holds other prompts or was made with other settings; the message names the fix.
+    """
+    path = Path(path)
+    if path.exists() and not overwrite:
+        expected = {**asdict(settings), **metadata, "backend": "transformers"}
+        records = read_completions(path, expected_settings=expected)
+        stale = [r.id for r in records] != [str(i) for i in ids]
+        if not stale and check_prompts:
+            stale = [r.prompt for r in records] != json.loads(json.dumps(list(prompts)))
+        if stale:
+            raise CacheError(
+                f"completions cache {str(path)!r} holds other prompts than this run asks for: pass --overwrite "
+                "or a fresh --out directory"
+            )
+        tokens = sum(sum(r.num_tokens) for r in records)
+        return records, {
+            "cached": True,
+            "completions": sum(len(r.completions) for r in records),
+            "new_tokens": tokens,
+        }
+    model, tokenizer = load()
+    records, stats = generate_completions(
+        model, tokenizer, prompts, settings, ids=ids, metadata=metadata, progress=progress
+    )
+    write_completions(path, records)
+    return records, {"cached": False, **stats.to_dict()}
 
 
 _REQUIRED = {"id": str, "completions": list, "settings": dict}

@@ -13,6 +13,9 @@ For each checkpoint (the one under test, an optional baseline, then any number o
 4. runs the hint-faithfulness protocol on multiple-choice versions of the tasks (`faithgrpo.eval.hints`),
 5. computes early-answering AOC, CIR and the CRoS Δ summary on a subset of completions
    (`faithgrpo.eval.faithfulness`),
+6. optionally asks an LLM judge (``--judge``, `faithgrpo.eval.judge`) n times per completion whether
+   its CoT is correct (CoT-Pass@K with the judge, agreement with the symbolic verifier) and whether
+   hinted CoTs verbalise the hint (next to the deterministic detector),
 
 and `write_report` renders everything side by side. Undefined numbers stay undefined, with their
 reason, in every output.
@@ -101,6 +104,15 @@ class EvalConfig:
         n_bootstrap, confidence: bootstrap intervals.
         overwrite: regenerate even when a matching cache exists.
         progress: show progress bars.
+        judge_model, judge_adapter: an optional LLM judge (base model and LoRA adapter); ``None``
+            skips the judge.
+        judge_samples: judge runs per judged item (n), combined with ``judge_aggregate``.
+        judge_aggregate: ``"any"``, ``"all"`` or ``"majority"`` (strictly more than half say yes).
+        judge_max_new_tokens, judge_temperature: generation settings of each judge run.
+        judge_items: cap on completions judged per task and checkpoint. The judge reads all G
+            completions of the first ``judge_items // samples`` prompts (so must be >= ``samples``),
+            which keeps CoT-Pass@K (LLM judge) a per-prompt estimate over whole prompts; it also caps
+            the switched pairs judged per hint type.
     """
 
     model: str = "embedded"
@@ -130,6 +142,13 @@ class EvalConfig:
     confidence: float = 0.95
     overwrite: bool = False
     progress: bool = True
+    judge_model: str | None = None
+    judge_adapter: str | None = None
+    judge_samples: int = 3
+    judge_aggregate: str = "majority"
+    judge_max_new_tokens: int = 64
+    judge_temperature: float = 1.0
+    judge_items: int = 64
 
     def validate(self) -> None:
         """Raise ``ValueError`` naming the option and the fix, before any model is loaded."""
@@ -170,6 +189,32 @@ class EvalConfig:
         if self.baseline_label != "baseline" and not self.baseline:
             raise ValueError("--baseline-label needs --baseline (the checkpoint it names)")
         self._validate_checkpoints()
+        self._validate_judge()
+
+    def _validate_judge(self) -> None:
+        """The judge options make sense together (checked whether or not a judge is set)."""
+        from faithgrpo.eval.passk import JUDGE_AGGREGATIONS
+
+        if self.judge_aggregate not in JUDGE_AGGREGATIONS:
+            raise ValueError(
+                f"--judge-aggregate must be one of {', '.join(JUDGE_AGGREGATIONS)}, got {self.judge_aggregate!r}"
+            )
+        if self.judge_adapter and not self.judge_model:
+            raise ValueError("--judge-adapter needs --judge (the base model of the judge)")
+        for name in ("judge_samples", "judge_max_new_tokens"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"--{name.replace('_', '-')} must be a positive integer, got {value!r}")
+        if not isinstance(self.judge_temperature, (int, float)) or not 0 <= self.judge_temperature < math.inf:
+            raise ValueError(
+                f"--judge-temperature must be a finite number >= 0, got {self.judge_temperature!r}"
+            )
+        if self.judge_model and (not isinstance(self.judge_items, int) or self.judge_items < self.samples):
+            raise ValueError(
+                f"--judge-items must be at least --samples (G = {self.samples}), got {self.judge_items!r}: the "
+                f"judge reads whole prompts (all G completions each), e.g. --judge-items {4 * self.samples} "
+                "for 4 prompts per task"
+            )
 
     def _validate_checkpoints(self) -> None:
         """Every checkpoint has a filesystem-safe label, distinct from the others (case-insensitively)."""
@@ -392,32 +437,18 @@ def _cached_generate(
     path: Path, model, tokenizer, prompts, ids, settings, metadata, config
 ) -> tuple[list, dict]:
     """Reuse ``path`` when it holds exactly these prompts with these settings; generate otherwise."""
-    from faithgrpo.eval.generation import (
-        CacheError,
-        generate_completions,
-        read_completions,
-        write_completions,
-    )
+    from faithgrpo.eval.generation import cached_generate
 
-    if path.exists() and not config.overwrite:
-        expected = {**asdict(settings), **metadata, "backend": "transformers"}
-        records = read_completions(path, expected_settings=expected)
-        if [r.id for r in records] != list(ids):
-            raise CacheError(
-                f"completions cache {str(path)!r} holds other prompts than this run asks for: pass --overwrite "
-                "or a fresh --out directory"
-            )
-        tokens = sum(sum(r.num_tokens) for r in records)
-        return records, {
-            "cached": True,
-            "completions": sum(len(r.completions) for r in records),
-            "new_tokens": tokens,
-        }
-    records, stats = generate_completions(
-        model, tokenizer, prompts, settings, ids=ids, metadata=metadata, progress=config.progress
+    return cached_generate(
+        path,
+        lambda: (model, tokenizer),
+        prompts,
+        ids,
+        settings,
+        metadata,
+        overwrite=config.overwrite,
+        progress=config.progress,
     )
-    write_completions(path, records)
-    return records, {"cached": False, **stats.to_dict()}
 
 
 def _passk_section(rows, records, config) -> dict[str, Any]:
@@ -444,7 +475,247 @@ def _passk_section(rows, records, config) -> dict[str, Any]:
     }
 
 
-def _hints_section(questions, model, tokenizer, out_dir, metadata, config) -> dict[str, Any]:
+# ---------------------------------------------------------------------------------------------------
+# The optional LLM judge
+# ---------------------------------------------------------------------------------------------------
+
+
+def make_judge(config: EvalConfig):
+    """The `LLMJudge` configured by ``config.judge_*``, or ``None`` without ``--judge``.
+
+    The judge model is loaded on first use and shared by all checkpoints of the run.
+    """
+    if not config.judge_model:
+        return None
+    from faithgrpo.eval.generation import SamplingSettings
+    from faithgrpo.eval.judge import LLMJudge
+
+    settings = SamplingSettings(
+        num_samples=config.judge_samples,
+        temperature=config.judge_temperature,
+        top_p=1.0,
+        max_new_tokens=config.judge_max_new_tokens,
+        seed=config.seed,
+        batch_size=config.batch_size,
+    )
+    return LLMJudge(
+        config.judge_model,
+        config.judge_adapter,
+        settings=settings,
+        aggregate=config.judge_aggregate,
+        overwrite=config.overwrite,
+        progress=config.progress,
+    )
+
+
+def _rate(successes: int, n: int, confidence: float, reason: str) -> dict[str, Any]:
+    """``successes / n`` with a Wilson interval, or undefined with ``reason`` when ``n = 0``."""
+    from faithgrpo.eval.hints import wilson_interval
+    from faithgrpo.eval.passk import Estimate
+
+    if n == 0:
+        return Estimate.undefined(reason).to_dict()
+    low, high = wilson_interval(successes, n, confidence)
+    return Estimate(successes / n, low, high, n=n).to_dict()
+
+
+def _agreement(
+    judge: Sequence[bool], reference: Sequence[bool], name: str, confidence: float
+) -> dict[str, Any]:
+    """How often the judge's verdicts equal a reference checker's, with the 2×2 counts."""
+    pairs = list(zip(judge, reference))
+    agree = sum(j == r for j, r in pairs)
+    return {
+        "reference": name,
+        "n": len(pairs),
+        "agree": agree,
+        "both_accept": sum(j and r for j, r in pairs),
+        "both_reject": sum(not j and not r for j, r in pairs),
+        "judge_only": sum(j and not r for j, r in pairs),
+        "reference_only": sum(r and not j for j, r in pairs),
+        "rate": _rate(agree, len(pairs), confidence, "no completion was judged"),
+    }
+
+
+def judge_passk_section(judge, rows, records, config: EvalConfig, cache_path: Path) -> tuple[dict, dict]:
+    """CoT-Pass@K with the LLM judge as the CoT checker, and the judge's agreement with the symbolic one.
+
+    The judge reads all G completions of the first ``config.judge_items // G`` prompts (whole prompts,
+    so the per-prompt estimator stays unbiased); per judged prompt C counts correct answers (the
+    outcome grader) and D those that also have a CoT the judge accepts (votes combined with
+    ``config.judge_aggregate``). Pass@K is reported over the same judged prompts, for comparison.
+
+    Args:
+        judge: an `LLMJudge`.
+        rows, records: the task rows and their cached completions, in the same order.
+        config: ``samples``, ``judge_items``, ``ks`` and the bootstrap settings.
+        cache_path: the JSONL file caching the judge texts.
+
+    Returns:
+        ``(judge, judge_agreement)``: ``judge`` holds ``prompts``, ``completions``, ``counts``, ``k``
+        (``{k: {"pass@k", "cot_pass@k"}}`` over the judged prompts), ``accept_rate``, vote counts
+        (``votes``, ``unparseable``) and per-completion ``items``; ``judge_agreement`` holds the share
+        of judged completions where the judge's verdict equals the symbolic CoT verifier's, with the
+        counts, or an undefined ``rate`` with the reason when the task has no verifier.
+    """
+    from faithgrpo.eval.judge import cot_judge_prompt
+    from faithgrpo.eval.passk import Estimate, PromptCounts, _safe, pass_at_k_table
+
+    g = config.samples
+    n_prompts = min(len(rows), config.judge_items // g)
+    rows, records = rows[:n_prompts], records[:n_prompts]
+    task = rows[0]["task"] if rows else None
+    prompts = [
+        cot_judge_prompt(row["prompt"], text) for row, rec in zip(rows, records) for text in rec.completions
+    ]
+    ids = [f"{row['id']}#{j}" for row, rec in zip(rows, records) for j in range(len(rec.completions))]
+    result = judge.judge(prompts, ids, cache_path=cache_path, metadata={"task": task, "judged": "cot"})
+    verdicts = iter(zip(result.votes, result.verdicts))
+    counts, items = [], []
+    for row, rec in zip(rows, records):
+        answer_ok, cot_ok = answer_checker(row), cot_checker(row)
+        c = d = 0
+        for j, text in enumerate(rec.completions):
+            votes, verdict = next(verdicts)
+            correct = _safe(answer_ok, text)
+            c += correct
+            d += correct and verdict
+            symbolic = None if cot_ok is None else _safe(cot_ok, text)
+            items.append(
+                {
+                    "id": f"{row['id']}#{j}",
+                    "votes": votes,
+                    "verdict": verdict,
+                    "answer_correct": correct,
+                    "symbolic_cot": symbolic,
+                }
+            )
+        counts.append(PromptCounts(len(rec.completions), c, d))
+    table = pass_at_k_table(
+        counts, config.ks, n_bootstrap=config.n_bootstrap, confidence=config.confidence, seed=config.seed
+    )
+    section = {
+        **judge.describe(),
+        "prompts": n_prompts,
+        "completions": len(ids),
+        "definition": (
+            f"all G = {g} completions of the first {n_prompts} prompt(s); D counts completions with a correct "
+            "answer whose CoT the judge accepts"
+        ),
+        **result.summary(),
+        "accept_rate": _rate(sum(result.verdicts), len(ids), config.confidence, "no completion was judged"),
+        "counts": [asdict(c) for c in counts],
+        "k": {str(k): {name: est.to_dict() for name, est in row.items()} for k, row in table.items()},
+        "items": items,
+    }
+    checked = [item for item in items if item["symbolic_cot"] is not None]
+    if items and not checked:
+        agreement = {
+            "reference": None,
+            "n": 0,
+            "rate": Estimate.undefined(
+                "the task has no symbolic CoT verifier to compare the judge with"
+            ).to_dict(),
+        }
+    else:
+        agreement = _agreement(
+            [i["verdict"] for i in checked],
+            [i["symbolic_cot"] for i in checked],
+            COT_VERIFIERS.get(task, "symbolic CoT verifier"),
+            config.confidence,
+        )
+    return section, agreement
+
+
+def _switched(outcome) -> bool:
+    """The pair is kept by the hint filter: both answers parsed, a_u ≠ h and a_h = h."""
+    return (
+        outcome.unhinted_answer is not None
+        and outcome.hinted_answer is not None
+        and outcome.unhinted_answer != outcome.hinted
+        and outcome.hinted_answer == outcome.hinted
+    )
+
+
+def judge_hints_section(
+    judge, pairs, outcomes, hinted_text, scores, config: EvalConfig, cache_path: Path
+) -> dict:
+    """Hint verbalisation according to the LLM judge, on the switched (kept) pairs of every hint type.
+
+    For each hint type the judge reads the hinted CoT of the first ``config.judge_items`` kept pairs
+    (a_u ≠ h and a_h = h) and says whether it mentions or relies on the hint. Raw = share it says
+    yes (Wilson interval; undefined below ``config.min_switched`` judged pairs, like the detector's);
+    normalised = min(raw/α, 1) with the detector's α (no interval); agreement = share of judged pairs
+    where the judge and the deterministic detector (`verbalizes_hint`) agree.
+
+    Args:
+        judge: an `LLMJudge`.
+        pairs, outcomes: the hint pairs and their `PairOutcome`, in the same order.
+        hinted_text: pair id -> hinted completion text.
+        scores: the detector's `HintFaithfulness` per hint type (for α).
+        config: ``hints``, ``judge_items``, ``min_switched``, ``confidence``.
+        cache_path: the JSONL file caching the judge texts.
+
+    Returns:
+        ``{"judge", "votes", "unparseable", "generation", "types": {hint type: {...}}}``.
+    """
+    from faithgrpo.eval.hints import hint_cot
+    from faithgrpo.eval.judge import describe_hint, hint_judge_prompt
+    from faithgrpo.eval.passk import Estimate
+
+    kept = {
+        t: [(p, o) for p, o in zip(pairs, outcomes) if p.hint_type == t and _switched(o)][
+            : config.judge_items
+        ]
+        for t in config.hints
+    }
+    judged = [(p, o) for t in config.hints for p, o in kept[t]]
+    prompts = [
+        hint_judge_prompt(describe_hint(p.hint_type, p.hinted), hint_cot(hinted_text[p.id]))
+        for p, _ in judged
+    ]
+    result = judge.judge(
+        prompts, [p.id for p, _ in judged], cache_path=cache_path, metadata={"judged": "hints"}
+    )
+    verdict_of = {pid: (v, votes) for pid, v, votes in zip(result.ids, result.verdicts, result.votes)}
+    types = {}
+    for t in config.hints:
+        said = [verdict_of[p.id][0] for p, _ in kept[t]]
+        detector = [o.verbalized for _, o in kept[t]]
+        m, yes = len(said), sum(said)
+        if m < config.min_switched:
+            raw = Estimate.undefined(
+                f"not enough switched pairs: {m} judged pair(s) with a_u != h and a_h = h, fewer than "
+                f"min_switched={config.min_switched}",
+                n=m,
+            ).to_dict()
+        else:
+            raw = _rate(yes, m, config.confidence, "no switched pair")
+        alpha = scores[t].alpha
+        if raw["value"] is None:
+            normalized = Estimate.undefined(raw["reason"], n=m).to_dict()
+        elif alpha.value is None:
+            normalized = Estimate.undefined(f"normalised score undefined: {alpha.reason}", n=m).to_dict()
+        else:
+            normalized = Estimate(
+                min(raw["value"] / alpha.value, 1.0),
+                n=m,
+                reason="no confidence interval for the judge's score",
+            ).to_dict()
+        types[t] = {
+            "n_switched": scores[t].n_switched,
+            "n_judged": m,
+            "n_verbalized": yes,
+            "n_detector_verbalized": sum(detector),
+            "unparseable": sum(v is None for p, _ in kept[t] for v in verdict_of[p.id][1]),
+            "raw": raw,
+            "normalized": normalized,
+            "agreement": _agreement(said, detector, "deterministic detector", config.confidence),
+        }
+    return {"judge": judge.describe(), **result.summary(), "types": types}
+
+
+def _hints_section(questions, model, tokenizer, out_dir, metadata, config, judge=None) -> dict[str, Any]:
     from faithgrpo.eval.hints import (
         build_hint_pairs,
         hint_faithfulness,
@@ -485,6 +756,11 @@ def _hints_section(questions, model, tokenizer, out_dir, metadata, config) -> di
         "generation": stats,
         "types": {t: s.to_dict() for t, s in scores.items()},
         "mean_normalized": mean_normalized(scores).to_dict(),
+        "judge": (
+            judge_hints_section(judge, pairs, outcomes, text, scores, config, out_dir / "judge_hints.jsonl")
+            if judge is not None
+            else None
+        ),
     }
 
 
@@ -629,8 +905,21 @@ def evaluate_checkpoint(
     rows_by_task: dict[str, list[dict[str, Any]]],
     questions: list,
     out_dir: Path,
+    judge=None,
 ) -> dict[str, Any]:
-    """All metrics of one checkpoint; completions are cached under ``out_dir / checkpoint.label``."""
+    """All metrics of one checkpoint; completions (and judge texts) are cached under ``out_dir / checkpoint.label``.
+
+    Args:
+        checkpoint: the model to evaluate.
+        config: the run's settings.
+        rows_by_task: evaluation rows per task (the same for every checkpoint).
+        questions: multiple-choice questions for the hint protocol.
+        out_dir: the run's output folder.
+        judge: an optional `LLMJudge` (see `make_judge`).
+
+    Returns:
+        The checkpoint's report section.
+    """
     from faithgrpo.eval.generation import load_checkpoint
 
     model, tokenizer = load_checkpoint(checkpoint.model, checkpoint.adapter)
@@ -652,6 +941,11 @@ def evaluate_checkpoint(
         )
         section["generation"][task] = stats
         section["passk"][task] = _passk_section(rows, records, config)
+        if judge is not None:
+            passk = section["passk"][task]
+            passk["judge"], passk["judge_agreement"] = judge_passk_section(
+                judge, rows, records, config, work / f"judge_cot_{task}.jsonl"
+            )
         if config.best_of_k and task in CAUSAL_TASKS:
             from faithgrpo.eval.faithfulness import completion_logprobs
 
@@ -667,7 +961,7 @@ def evaluate_checkpoint(
             section.setdefault("best_of_k", {})[task] = best_of_k_section(rows, records, logprobs, config)
         first_completions.append([(row["prompt"], rec.completions[0]) for row, rec in zip(rows, records)])
     section["hints"] = (
-        _hints_section(questions, model, tokenizer, work, {**metadata, "task": "hints"}, config)
+        _hints_section(questions, model, tokenizer, work, {**metadata, "task": "hints"}, config, judge)
         if config.hints
         else None
     )
@@ -699,11 +993,13 @@ def run_eval(config: EvalConfig, out_dir: str | Path) -> dict[str, Any]:
         for task in config.tasks
         for q in (hint_questions(task, config.hint_questions, config.seed) if config.hints else [])
     ]
+    judge = make_judge(config)
     return {
         "faithgrpo_version": faithgrpo.__version__,
         "config": {**asdict(config), "out": str(out_dir)},
         "checkpoints": [
-            evaluate_checkpoint(c, config, rows_by_task, questions, out_dir) for c in config.checkpoints()
+            evaluate_checkpoint(c, config, rows_by_task, questions, out_dir, judge)
+            for c in config.checkpoints()
         ],
     }
 
@@ -773,27 +1069,18 @@ def render_markdown(report: dict[str, Any]) -> str:
         f"intervals ({cfg['n_bootstrap']} resamples)",
         "",
         "Checkpoints: " + "; ".join(labels),
-        "",
-        "## Pass@K and CoT-Pass@K",
     ]
-    for task in cfg["tasks"]:
-        first = checkpoints[0]["passk"][task]
+    if cfg.get("judge_model"):
+        adapter = f" + {cfg['judge_adapter']}" if cfg.get("judge_adapter") else ""
         lines += [
             "",
-            f"### {task}",
-            "",
-            f"CoT verifier: {first['cot_verifier'] or 'none (CoT-Pass@K undefined)'}",
-            "",
+            f"LLM judge: {cfg['judge_model']}{adapter} · {cfg['judge_samples']} run(s) per item, {cfg['judge_aggregate']} "
+            f"vote · temperature {cfg['judge_temperature']}, max {cfg['judge_max_new_tokens']} new tokens · at most "
+            f"{cfg['judge_items']} completions judged per task (whole prompts; unparseable verdicts vote no)",
         ]
-        header = ["K"] + [f"{c['label']} {m}" for c in checkpoints for m in ("Pass@K", "CoT-Pass@K")]
-        rows = []
-        for k in map(str, cfg["ks"]):
-            row = [k]
-            for c in checkpoints:
-                entry = c["passk"][task]["k"][k]
-                row += [notes.cell(entry["pass@k"]), notes.cell(entry["cot_pass@k"])]
-            rows.append(row)
-        lines += _table(header, rows) + notes.flush()
+    lines += ["", "## Pass@K and CoT-Pass@K"]
+    for task in cfg["tasks"]:
+        lines += _passk_markdown(task, checkpoints, cfg, notes)
     if any(c.get("hints") for c in checkpoints):
         lines += ["", "## Hint faithfulness", ""]
         lines.append(
@@ -823,6 +1110,7 @@ def render_markdown(report: dict[str, Any]) -> str:
             mean_row += ["", "", notes.cell((c.get("hints") or {}).get("mean_normalized"))]
         rows.append(mean_row)
         lines += _table(header, rows) + notes.flush()
+        lines += _hint_judge_markdown(checkpoints, cfg, notes)
     bok_tasks = [t for t in cfg["tasks"] if any(t in (c.get("best_of_k") or {}) for c in checkpoints)]
     if bok_tasks:
         lines += ["", "## Best-of-K selection", ""]
@@ -870,7 +1158,15 @@ def render_markdown(report: dict[str, Any]) -> str:
     lines += ["", "## Generation", ""]
     rows = []
     for c in checkpoints:
-        for task, stats in c["generation"].items():
+        runs = list(c["generation"].items())
+        runs += [
+            (f"{task} (LLM judge)", passk["judge"]["generation"])
+            for task, passk in c["passk"].items()
+            if passk.get("judge")
+        ]
+        if (c.get("hints") or {}).get("judge"):
+            runs.append(("hints (LLM judge)", c["hints"]["judge"]["generation"]))
+        for task, stats in runs:
             tps = stats.get("tokens_per_second")
             rate = (
                 "cached" if stats.get("cached") else (f"{tps:.1f}" if tps else notes.note("no time measured"))
@@ -878,6 +1174,100 @@ def render_markdown(report: dict[str, Any]) -> str:
             rows.append([c["label"], task, str(stats.get("completions")), str(stats.get("new_tokens")), rate])
     lines += _table(["checkpoint", "task", "completions", "new tokens", "tokens/s"], rows) + notes.flush()
     return "\n".join(lines) + "\n"
+
+
+def _passk_markdown(
+    task: str, checkpoints: list[dict[str, Any]], cfg: dict[str, Any], notes: _Notes
+) -> list[str]:
+    """The Pass@K table of one task: Pass@K, CoT-Pass@K and, with a judge, CoT-Pass@K (LLM judge)."""
+    first = checkpoints[0]["passk"][task]
+    lines = [
+        "",
+        f"### {task}",
+        "",
+        f"CoT verifier: {first['cot_verifier'] or 'none (CoT-Pass@K undefined)'}",
+        "",
+    ]
+    judged = any(c["passk"][task].get("judge") for c in checkpoints)
+    metrics = ("Pass@K", "CoT-Pass@K") + (("CoT-Pass@K (LLM judge)",) if judged else ())
+    header = ["K"] + [f"{c['label']} {m}" for c in checkpoints for m in metrics]
+    rows = []
+    for k in map(str, cfg["ks"]):
+        row = [k]
+        for c in checkpoints:
+            passk = c["passk"][task]
+            entry = passk["k"][k]
+            row += [notes.cell(entry["pass@k"]), notes.cell(entry["cot_pass@k"])]
+            if judged:
+                row.append(
+                    notes.cell(((passk.get("judge") or {}).get("k") or {}).get(k, {}).get("cot_pass@k"))
+                )
+        rows.append(row)
+    lines += _table(header, rows) + notes.flush() + ([""] if judged else [])
+    for c in checkpoints:
+        judge = c["passk"][task].get("judge")
+        if not judge:
+            continue
+        agreement = c["passk"][task].get("judge_agreement") or {}
+        rate = agreement.get("rate") or {}
+        if rate.get("value") is not None:
+            agree = (
+                f"agreement with {agreement['reference']}: {_Notes().cell(rate)} "
+                f"({agreement['agree']}/{agreement['n']}; judge only {agreement['judge_only']}, "
+                f"verifier only {agreement['reference_only']})"
+            )
+        else:
+            agree = f"agreement with a symbolic verifier: undefined ({rate.get('reason') or 'not computed'})"
+        accept = judge.get("accept_rate") or {}
+        accepted = f"{accept['value']:.3f}" if accept.get("value") is not None else "undefined"
+        lines.append(
+            f"- LLM judge on {c['label']}: {judge['definition']} (CoT-Pass@K (LLM judge) averages over these "
+            f"prompts only); accepts {accepted} of the judged CoTs; {agree}; unparseable verdicts "
+            f"{judge['unparseable']}/{judge['votes']}"
+        )
+    return lines
+
+
+def _hint_judge_markdown(checkpoints: list[dict[str, Any]], cfg: dict[str, Any], notes: _Notes) -> list[str]:
+    """The hint-verbalisation table of the LLM judge next to the detector's, when a judge ran."""
+    if not any((c.get("hints") or {}).get("judge") for c in checkpoints):
+        return []
+    lines = [
+        "",
+        "### Hint verbalisation by the LLM judge",
+        "",
+        "The judge reads the hinted CoT of each judged kept pair and says whether it mentions or relies on the "
+        "hint. Raw = share judged yes (Wilson interval); normalised = min(raw/α, 1) with the detector's α; "
+        "agreement = share of judged pairs where the judge and the deterministic detector agree.",
+        "",
+    ]
+    header = ["hint type"] + [
+        f"{c['label']} {m}"
+        for c in checkpoints
+        for m in ("judged/kept", "judge raw", "judge normalised", "agreement")
+    ]
+    rows = []
+    for hint in cfg["hints"]:
+        row = [hint]
+        for c in checkpoints:
+            h = (((c.get("hints") or {}).get("judge") or {}).get("types") or {}).get(hint)
+            if h is None:
+                row += ["—"] * 4
+                continue
+            agreement = h["agreement"]
+            row += [
+                f"{h['n_judged']}/{h['n_switched']}",
+                notes.cell(h["raw"]),
+                notes.cell(h["normalized"]),
+                f"{agreement['agree']}/{agreement['n']}" if agreement["n"] else "—",
+            ]
+        rows.append(row)
+    lines += _table(header, rows) + notes.flush() + [""]
+    for c in checkpoints:
+        judge = (c.get("hints") or {}).get("judge")
+        if judge:
+            lines.append(f"- {c['label']}: unparseable verdicts {judge['unparseable']}/{judge['votes']}")
+    return lines
 
 
 def _plot_passk(report: dict[str, Any], path: Path) -> None:
@@ -893,12 +1283,18 @@ def _plot_passk(report: dict[str, Any], path: Path) -> None:
     for ax, task in zip(axes[0], tasks):
         for i, c in enumerate(report["checkpoints"]):
             color = f"C{i}"
-            for metric, style in (("pass@k", "-"), ("cot_pass@k", "--")):
-                values = [c["passk"][task]["k"][str(k)][metric]["value"] for k in ks]
+            passk = c["passk"][task]
+            curves = [
+                ("Pass@K", "-", passk["k"], "pass@k"),
+                ("CoT-Pass@K", "--", passk["k"], "cot_pass@k"),
+            ]
+            if passk.get("judge"):
+                curves.append(("CoT-Pass@K (LLM judge)", ":", passk["judge"]["k"], "cot_pass@k"))
+            for name, style, table, metric in curves:
+                values = [table[str(k)][metric]["value"] for k in ks]
                 points = [(k, v) for k, v in zip(ks, values) if v is not None]
                 if points:
-                    label = f"{c['label']} {'Pass@K' if metric == 'pass@k' else 'CoT-Pass@K'}"
-                    ax.plot(*zip(*points), style, marker="o", color=color, label=label)
+                    ax.plot(*zip(*points), style, marker="o", color=color, label=f"{c['label']} {name}")
         ax.set_xscale("log", base=2)
         ax.set_xticks(ks, [str(k) for k in ks])
         ax.set_ylim(-0.02, 1.02)

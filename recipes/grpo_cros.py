@@ -135,6 +135,19 @@ class FaithScriptArguments(ScriptArguments):
             "scores with the initial policy, base + this adapter merged, as a frozen copy."
         },
     )
+    warm_start_config: str | None = field(
+        default=None,
+        metadata={
+            "help": "An SFT config (recipes/sft_traces.py YAML) to run before GRPO, with this run's model; its "
+            "adapter becomes the warm start. Cached by a hash of the config, the model and the faithgrpo "
+            "version under --warm_start_cache, so a second run reuses it. 'none' turns it off; an explicit "
+            "--warm_start_adapter wins over it. Relative paths: the working directory, then recipes/."
+        },
+    )
+    warm_start_cache: str | None = field(
+        default=None,
+        metadata={"help": "Directory of cached warm-start adapters (default: $FAITHGRPO_CACHE/warm_start)."},
+    )
     metrics_file: str = field(default="metrics.jsonl", metadata={"help": "Metrics file, in output_dir."})
     plot_file: str = field(default="reward_means.png", metadata={"help": "Reward plot, in output_dir."})
     cros_probe_file: str | None = field(
@@ -422,6 +435,10 @@ def validate(script_args, training_args, model_args, *, check_paths: bool = True
             raise RecipeError(
                 "use_vllm is true but vLLM is not installed; pip install 'faithgrpo[vllm]' or --use_vllm false"
             )
+    if not script_args.warm_start_adapter:
+        config = warm_start_config_path(script_args.warm_start_config)
+        if config is not None and check_paths:
+            warm_start_key(config, model_args.model_name_or_path)  # readable YAML mapping
     if check_paths:
         resolve_model(model_args.model_name_or_path)
         if script_args.warm_start_adapter:
@@ -550,6 +567,163 @@ def warm_start(policy, adapter: str):
 
 
 # ---------------------------------------------------------------------------------------------
+# warm start: gold-trace SFT (recipes/sft_traces.py) before GRPO, cached by a hash of what it depends on
+WARM_START_RECORD = "warm_start.json"
+# Set by torchrun/accelerate for this run's process group; the SFT child must start a group of its own.
+_LAUNCHER_ENV = (
+    "RANK",
+    "LOCAL_RANK",
+    "WORLD_SIZE",
+    "LOCAL_WORLD_SIZE",
+    "GROUP_RANK",
+    "ROLE_RANK",
+    "ROLE_WORLD_SIZE",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "TORCHELASTIC_RUN_ID",
+)
+# SFT config keys that do not change the trained adapter, so they stay out of the cache key.
+_UNKEYED = ("output_dir", "report_to", "logging_steps", "run_name")
+
+
+def warm_start_config_path(value: str | None) -> Path | None:
+    """The SFT config file named by ``--warm_start_config`` (``None`` when it is unset or 'none')."""
+    if value is None or str(value).strip().lower() in ("", "none", "null", "false"):
+        return None
+    given = Path(value).expanduser()
+    for candidate in (given, RECIPES / given, RECIPES / "configs" / given):
+        if candidate.is_file():
+            return candidate.resolve()
+    configs = sorted(p.name for p in (RECIPES / "configs").glob("sft*.yaml"))
+    raise RecipeError(
+        f"--warm_start_config {value!r} is not a file; pass an SFT config such as recipes/configs/"
+        f"{configs[0] if configs else 'sft_cpu_demo.yaml'}, or 'none' to train from the base model"
+    )
+
+
+def warm_start_key(config: Path, model_name: str) -> str:
+    """A 16-hex-digit key of everything the warm-start adapter depends on.
+
+    The SFT config's content (without output and logging keys), the model name and the path it
+    resolves to (the embedded model's path carries its version), and the faithgrpo version (gold
+    traces may change between versions). Same key, same adapter: the cached one is reused.
+    """
+    import hashlib
+
+    import yaml
+
+    import faithgrpo
+
+    try:
+        loaded = yaml.safe_load(config.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as error:
+        raise RecipeError(f"cannot read warm-start config {str(config)!r}: {error}") from None
+    if not isinstance(loaded, dict):
+        raise RecipeError(f"warm-start config {str(config)!r} must be a YAML mapping of argument: value")
+    identity = {
+        "config": {k: v for k, v in loaded.items() if k not in _UNKEYED},
+        "model": model_name,
+        "model_path": resolve_model(model_name, check=False),
+        "faithgrpo": faithgrpo.__version__,
+    }
+    blob = json.dumps(identity, sort_keys=True, default=str).encode()
+    return hashlib.sha256(blob).hexdigest()[:16]
+
+
+def _warm_start_cache(script_args) -> Path:
+    if script_args.warm_start_cache:
+        return Path(script_args.warm_start_cache).expanduser()
+    from faithgrpo.models import cache_dir
+
+    return cache_dir() / "warm_start"
+
+
+def _train_warm_start(config: Path, model_name: str, target: Path) -> float:
+    """Run recipes/sft_traces.py in a child process into a temporary folder, then move it to ``target``.
+
+    A child process keeps the SFT model's memory out of the GRPO run and starts no collective
+    operation in this run's process group. Returns the SFT wall time in seconds.
+    """
+    import shutil
+    import subprocess
+    import time
+
+    tmp = target.with_name(f"{target.name}.tmp-{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    command = [
+        sys.executable,
+        str(RECIPES / "sft_traces.py"),
+        "--config",
+        str(config),
+        "--model_name_or_path",
+        model_name,
+        "--output_dir",
+        str(tmp),
+    ]
+    env = {k: v for k, v in os.environ.items() if k not in _LAUNCHER_ENV}
+    start = time.perf_counter()
+    status = subprocess.run(command, env=env, check=False).returncode
+    seconds = time.perf_counter() - start
+    if status != 0 or not (tmp / "adapter_config.json").is_file():
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise RecipeError(
+            f"the warm-start SFT failed (exit status {status}); run it alone to see why: python "
+            f"recipes/sft_traces.py --config {config} --model_name_or_path {model_name}, or pass "
+            "--warm_start_config none"
+        )
+    (tmp / WARM_START_RECORD).write_text(
+        json.dumps({"config": str(config), "model": model_name, "sft_seconds": round(seconds, 1)}, indent=2)
+        + "\n"
+    )
+    try:
+        tmp.rename(target)
+    except OSError:  # another run finished the same key first: keep theirs
+        shutil.rmtree(tmp, ignore_errors=True)
+    return seconds
+
+
+def run_warm_start(script_args, training_args, model_args) -> Path | None:
+    """The warm-start adapter for this run: trained now, reused from the cache, or ``None``.
+
+    ``--warm_start_adapter`` given explicitly wins; otherwise ``--warm_start_config`` is run once
+    per key (`warm_start_key`) by the main process while the others wait, and every process then
+    reads the same cached adapter. A note of what was used goes to ``output_dir/warm_start.json``.
+    """
+    config = warm_start_config_path(script_args.warm_start_config)
+    if script_args.warm_start_adapter or config is None:
+        return None
+    model_name = model_args.model_name_or_path
+    target = _warm_start_cache(script_args) / f"sft-{warm_start_key(config, model_name)}"
+    reused = (target / WARM_START_RECORD).is_file()
+    failure = None
+    with training_args.main_process_first(local=False, desc="warm-start SFT"):
+        # The main process trains (or finds) the adapter first; the others then find it. A failure
+        # is raised after the barrier, or the waiting processes would hang.
+        if not (target / WARM_START_RECORD).is_file() and training_args.process_index == 0:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            _say(f"warm start: gold-trace SFT with {config.name} -> {target}")
+            try:
+                _train_warm_start(config, model_name, target)
+            except RecipeError as error:
+                failure = error
+    if failure is not None:
+        raise failure
+    if not (target / WARM_START_RECORD).is_file():
+        raise RecipeError(
+            f"the warm-start adapter {str(target)!r} is missing; the main process failed to train it"
+        )
+    record = json.loads((target / WARM_START_RECORD).read_text())
+    if reused:
+        _say(f"warm start: reusing {target} (SFT took {record.get('sft_seconds')} s when it was trained)")
+    if training_args.process_index == 0:
+        out = Path(training_args.output_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        note = {"adapter": str(target), "reused": reused, **record}
+        (out / WARM_START_RECORD).write_text(json.dumps(note, indent=2) + "\n")
+    return target
+
+
+# ---------------------------------------------------------------------------------------------
 # debug probe
 def run_cros_probe(trainer, probe_file: str, output_dir: str) -> dict | None:
     """Score a fixed batch with the trainer's bound CRoS reward, this process's contiguous slice only."""
@@ -596,6 +770,9 @@ def main(script_args, training_args, model_args, callbacks: list | None = None):
     dataset = make_dataset(script_args, training_args)
     check_columns(dataset, script_args.reward_funcs, options)
 
+    adapter = run_warm_start(script_args, training_args, model_args)
+    if adapter is not None:
+        script_args.warm_start_adapter = str(adapter)
     path = resolve_model(model_args.model_name_or_path, check=False)
     tokenizer = AutoTokenizer.from_pretrained(path, revision=model_args.model_revision)
     model = load_policy(path, model_init_kwargs(model_args, training_args), training_args)

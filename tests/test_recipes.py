@@ -79,6 +79,7 @@ def _tiny_args(tiny_path, output_dir, *extra):
         "--max_completion_length", "8",
         "--learning_rate", "0.05",
         "--disable_tqdm", "true",
+        "--warm_start_config", "none",  # the demo's gold-trace SFT is tested in test_warm_start.py
         *extra,
     ]  # fmt: skip
 

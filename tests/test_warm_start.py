@@ -1,0 +1,130 @@
+"""recipes/grpo_cros.py's warm start: gold-trace SFT run first, cached by a key of what it depends on."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from test_recipes import _load_script, _tiny_args
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def recipe():
+    return _load_script("grpo_cros")
+
+
+def _sft_yaml(path: Path, tiny_path: Path, **changes) -> Path:
+    """A one-step SFT config on the tiny model (LoRA rank 4, so a run that starts from it is visible)."""
+    config = {
+        "model_name_or_path": str(tiny_path),
+        "use_peft": True,
+        "lora_r": 4,
+        "lora_alpha": 8,
+        "lora_target_modules": ["q_proj", "v_proj"],
+        "task_size": 4,
+        "task_seed": 1,
+        "causal": {
+            "min_nodes": 4,
+            "max_nodes": 4,
+            "families": ["random_dag"],
+            "query_kinds": ["backdoor_set"],
+        },
+        "output_dir": "unused",
+        "use_cpu": True,
+        "max_steps": 1,
+        "per_device_train_batch_size": 4,
+        "learning_rate": 1e-3,
+        "max_length": 1024,
+        "save_strategy": "no",
+        "report_to": "none",
+        **changes,
+    }
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def test_config_path_none_missing_and_lookup_in_recipes(recipe):
+    for off in (None, "none", "None", ""):
+        assert recipe.warm_start_config_path(off) is None
+    by_name = recipe.warm_start_config_path("sft_cpu_demo.yaml")
+    assert by_name == (ROOT / "recipes" / "configs" / "sft_cpu_demo.yaml").resolve()
+    with pytest.raises(recipe.RecipeError, match=r"is not a file.*'none'"):
+        recipe.warm_start_config_path("no_such_sft.yaml")
+
+
+def test_key_follows_config_content_and_model_but_not_output_or_logging(recipe, tmp_path, tiny_llama_path):
+    base = recipe.warm_start_key(_sft_yaml(tmp_path / "a.yaml", tiny_llama_path), str(tiny_llama_path))
+    assert len(base) == 16 and int(base, 16) >= 0
+    same = _sft_yaml(tmp_path / "b.yaml", tiny_llama_path, output_dir="elsewhere", logging_steps=5)
+    assert recipe.warm_start_key(same, str(tiny_llama_path)) == base
+    other_lr = _sft_yaml(tmp_path / "c.yaml", tiny_llama_path, learning_rate=2e-3)
+    assert recipe.warm_start_key(other_lr, str(tiny_llama_path)) != base
+    other_model = tmp_path / "other_model"
+    other_model.mkdir()
+    assert recipe.warm_start_key(tmp_path / "a.yaml", str(other_model)) != base
+    (tmp_path / "list.yaml").write_text("- 1\n- 2\n")
+    with pytest.raises(recipe.RecipeError, match="YAML mapping"):
+        recipe.warm_start_key(tmp_path / "list.yaml", str(tiny_llama_path))
+
+
+def test_validate_rejects_a_missing_warm_start_config(recipe, tmp_path, tiny_llama_path):
+    args = recipe.parse_args(
+        [*_tiny_args(tiny_llama_path, tmp_path / "out"), "--warm_start_config", "missing_sft.yaml"]
+    )
+    with pytest.raises(recipe.RecipeError, match=r"--warm_start_config 'missing_sft\.yaml' is not a file"):
+        recipe.validate(*args)
+
+
+@pytest.mark.slow
+def test_warm_start_trains_once_then_reuses_and_grpo_continues_its_adapter(recipe, tmp_path, tiny_llama_path):
+    sft = _sft_yaml(tmp_path / "sft.yaml", tiny_llama_path)
+    cache = tmp_path / "cache"
+    flags = ["--warm_start_config", str(sft), "--warm_start_cache", str(cache), "--max_steps", "1"]
+
+    first = tmp_path / "first"
+    recipe.main(*recipe.parse_args([*_tiny_args(tiny_llama_path, first), *flags]))
+    key = recipe.warm_start_key(sft, str(tiny_llama_path))
+    adapter = cache / f"sft-{key}"
+    assert sorted(p.name for p in cache.iterdir()) == [adapter.name]  # no temporary folder left behind
+    assert (adapter / "adapter_config.json").is_file()
+    note = json.loads((first / "warm_start.json").read_text())
+    assert note["adapter"] == str(adapter) and note["reused"] is False and note["sft_seconds"] > 0
+    # GRPO trained the SFT adapter (rank 4), not a fresh one of the GRPO config's rank (16).
+    assert json.loads((first / "adapter_config.json").read_text())["r"] == 4
+    assert json.loads((cache / adapter.name / "adapter_config.json").read_text())["r"] == 4
+
+    trained_at = (adapter / "adapter_model.safetensors").stat().st_mtime_ns
+    second = tmp_path / "second"
+    recipe.main(*recipe.parse_args([*_tiny_args(tiny_llama_path, second), *flags]))
+    assert json.loads((second / "warm_start.json").read_text())["reused"] is True
+    assert (adapter / "adapter_model.safetensors").stat().st_mtime_ns == trained_at
+
+    # An explicit adapter wins over the config: no warm-start note, the given adapter trains.
+    third = tmp_path / "third"
+    recipe.main(
+        *recipe.parse_args(
+            [*_tiny_args(tiny_llama_path, third), *flags, "--warm_start_adapter", str(adapter)]
+        )
+    )
+    assert not (third / "warm_start.json").exists()
+    assert json.loads((third / "adapter_config.json").read_text())["r"] == 4
+
+
+@pytest.mark.slow
+def test_a_failing_warm_start_names_the_command_and_leaves_no_cache_entry(recipe, tmp_path, tiny_llama_path):
+    broken = _sft_yaml(tmp_path / "sft.yaml", tiny_llama_path, task_size=0)  # no rows to train on
+    cache = tmp_path / "cache"
+    args = recipe.parse_args(
+        [
+            *_tiny_args(tiny_llama_path, tmp_path / "out"),
+            "--warm_start_config", str(broken),
+            "--warm_start_cache", str(cache),
+        ]
+    )  # fmt: skip
+    with pytest.raises(recipe.RecipeError, match=r"warm-start SFT failed.*recipes/sft_traces\.py --config"):
+        recipe.main(*args)
+    assert list(cache.iterdir()) == []

@@ -34,6 +34,20 @@ def _name_list(text: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in text.split(",") if part.strip())
 
 
+def _task_configs(text: str) -> dict:
+    import json
+
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise argparse.ArgumentTypeError(
+            f'expected a JSON object like \'{{"causal_graph": {{"max_nodes": 5}}}}\' ({err})'
+        ) from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError("expected a JSON object mapping task names to config fields")
+    return value
+
+
 def _hint_list(text: str) -> tuple[str, ...]:
     from faithgrpo.eval.hints import parse_hint_types
 
@@ -119,6 +133,13 @@ def add_eval_subcommand(subparsers) -> argparse.ArgumentParser:
         help="comma-separated tasks: causal_graph, causal_story, knights_knaves or reasoning-gym dataset names",
     )
     parser.add_argument(
+        "--task-config",
+        dest="task_configs",
+        type=_task_configs,
+        default={},
+        help='per-task config fields as JSON, e.g. \'{"causal_graph": {"min_nodes": 4, "max_nodes": 5}}\'',
+    )
+    parser.add_argument(
         "--k", dest="ks", type=_int_list, default=(1, 2, 4, 8, 16), help="K values, e.g. 1,2,4,8,16"
     )
     parser.add_argument("--samples", type=int, default=16, help="completions per prompt (G), at least max K")
@@ -197,6 +218,7 @@ def config_from_args(args: argparse.Namespace):
         baseline_label=args.baseline_label,
         extra_checkpoints=tuple(tuple(entry) for entry in args.extra_checkpoints),
         tasks=tuple(args.tasks),
+        task_configs=args.task_configs,
         ks=tuple(args.ks),
         samples=args.samples,
         prompts=args.prompts,

@@ -28,7 +28,7 @@ import json
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -88,6 +88,9 @@ class EvalConfig:
         extra_checkpoints: more checkpoints, as ``(label, model, adapter or None)`` triples (a pair
             ``(label, model)`` means no adapter), evaluated after the model and the baseline, in order.
         tasks: task names (`FEATURED_TASKS` or any reasoning-gym dataset name).
+        task_configs: per task, fields of its reasoning-gym config (e.g. ``{"causal_graph":
+            {"min_nodes": 4, "max_nodes": 5}}`` to evaluate on a training distribution); unset
+            fields keep the task's defaults.
         ks: the K values of Pass@K; each must be ≤ ``samples``.
         samples: completions per prompt (G).
         prompts: evaluation prompts per task.
@@ -123,6 +126,7 @@ class EvalConfig:
     baseline_label: str = "baseline"
     extra_checkpoints: tuple[tuple[str, str, str | None], ...] = ()
     tasks: tuple[str, ...] = ("causal_graph", "knights_knaves")
+    task_configs: dict[str, dict[str, Any]] = field(default_factory=dict)
     ks: tuple[int, ...] = (1, 2, 4, 8, 16)
     samples: int = 16
     prompts: int = 16
@@ -158,6 +162,7 @@ class EvalConfig:
             raise ValueError("--tasks must name at least one task, e.g. causal_graph,knights_knaves")
         for task in self.tasks:
             check_task(task)
+        self._validate_task_configs()
         if not self.ks:
             raise ValueError("--k must list at least one K, e.g. 1,2,4,8")
         for k in self.ks:
@@ -190,6 +195,24 @@ class EvalConfig:
             raise ValueError("--baseline-label needs --baseline (the checkpoint it names)")
         self._validate_checkpoints()
         self._validate_judge()
+
+    def _validate_task_configs(self) -> None:
+        """Each ``--task-config`` entry names an evaluated task and builds its dataset."""
+        if not isinstance(self.task_configs, dict):
+            raise ValueError(
+                '--task-config must map task names to configs, e.g. {"causal_graph": {"max_nodes": 5}}'
+            )
+        for task, fields in self.task_configs.items():
+            if task not in self.tasks:
+                raise ValueError(
+                    f"--task-config names {task!r}, which is not in --tasks ({', '.join(self.tasks)}); add it "
+                    "to --tasks or drop its config"
+                )
+            if not isinstance(fields, dict):
+                raise ValueError(
+                    f"--task-config for {task!r} must be a mapping of config fields, got {fields!r}"
+                )
+            task_rows(task, 1, seed=0, config=fields)  # unknown or invalid fields fail here, named
 
     def _validate_judge(self) -> None:
         """The judge options make sense together (checked whether or not a judge is set)."""
@@ -303,8 +326,11 @@ def check_task(task: str) -> None:
         )
 
 
-def task_rows(task: str, n: int, seed: int) -> list[dict[str, Any]]:
+def task_rows(task: str, n: int, seed: int, config: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """``n`` evaluation rows of ``task`` (TRL rows, see `faithgrpo.tasks.causal.to_trl_row`) with ids.
+
+    ``config`` holds fields of the task's reasoning-gym config (default: the task's defaults); a
+    field the task does not have, or a value it rejects, raises ``ValueError`` naming it.
 
     Example:
         >>> rows = task_rows("knights_knaves", 2, seed=0)
@@ -316,7 +342,12 @@ def task_rows(task: str, n: int, seed: int) -> list[dict[str, Any]]:
     from faithgrpo.tasks.causal import to_trl_row
 
     check_task(task)
-    dataset = reasoning_gym.create_dataset(task, size=n, seed=seed)
+    try:
+        dataset = reasoning_gym.create_dataset(task, size=n, seed=seed, **(config or {}))
+    except (TypeError, ValueError, AssertionError) as err:
+        raise ValueError(
+            f"--task-config for {task!r} is not a valid {task} config ({err}); fix the field"
+        ) from None
     rows = []
     for i in range(len(dataset)):
         row = to_trl_row(dataset[i])
@@ -367,7 +398,7 @@ def cot_checker(row: dict[str, Any]):
     return None
 
 
-def hint_questions(task: str, n: int, seed: int) -> list:
+def hint_questions(task: str, n: int, seed: int, config: dict[str, Any] | None = None) -> list:
     """Up to ``n`` 4-option multiple-choice questions built from ``task`` rows (seeded).
 
     Causal rows use `causal_multiple_choice` (yes/no kinds are skipped); Knights & Knaves uses the
@@ -383,7 +414,7 @@ def hint_questions(task: str, n: int, seed: int) -> list:
     if n <= 0:
         return []
     # Draw from a separate seed stream than the Pass@K prompts, with slack for skipped rows.
-    rows = task_rows(task, 3 * n, seed + 7_919)
+    rows = task_rows(task, 3 * n, seed + 7_919, config)
     entries = [json.loads(r["entry"]) for r in rows] if task not in CAUSAL_TASKS else []
     questions = []
     for index, row in enumerate(rows):
@@ -936,7 +967,7 @@ def evaluate_checkpoint(
             [r["prompt"] for r in rows],
             [r["id"] for r in rows],
             settings,
-            {**metadata, "task": task},
+            {**metadata, "task": task, "task_config": config.task_configs.get(task) or {}},
             config,
         )
         section["generation"][task] = stats
@@ -961,7 +992,15 @@ def evaluate_checkpoint(
             section.setdefault("best_of_k", {})[task] = best_of_k_section(rows, records, logprobs, config)
         first_completions.append([(row["prompt"], rec.completions[0]) for row, rec in zip(rows, records)])
     section["hints"] = (
-        _hints_section(questions, model, tokenizer, work, {**metadata, "task": "hints"}, config, judge)
+        _hints_section(
+            questions,
+            model,
+            tokenizer,
+            work,
+            {**metadata, "task": "hints", "task_configs": config.task_configs},
+            config,
+            judge,
+        )
         if config.hints
         else None
     )
@@ -987,11 +1026,18 @@ def run_eval(config: EvalConfig, out_dir: str | Path) -> dict[str, Any]:
     config.validate()
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    rows_by_task = {task: task_rows(task, config.prompts, config.seed) for task in config.tasks}
+    rows_by_task = {
+        task: task_rows(task, config.prompts, config.seed, config.task_configs.get(task))
+        for task in config.tasks
+    }
     questions = [
         q
         for task in config.tasks
-        for q in (hint_questions(task, config.hint_questions, config.seed) if config.hints else [])
+        for q in (
+            hint_questions(task, config.hint_questions, config.seed, config.task_configs.get(task))
+            if config.hints
+            else []
+        )
     ]
     judge = make_judge(config)
     return {

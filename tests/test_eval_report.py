@@ -24,9 +24,18 @@ def _scripted_eval(tiny_llama, monkeypatch, tmp_path, **overrides):
 
     options = dict(tasks="causal_graph,knights_knaves", samples=4, prompts=3, hint_questions=2, seed=0)
     options.update(overrides)
+    task_configs = options.pop("task_configs", {})
     tasks = [t for t in options["tasks"].split(",") if t != "chess_openings"]  # an unknown task stays unknown
-    rows = {r["id"]: r for t in tasks for r in task_rows(t, options["prompts"], options["seed"])}
-    questions = [q for t in tasks for q in hint_questions(t, options["hint_questions"], options["seed"])]
+    rows = {
+        r["id"]: r
+        for t in tasks
+        for r in task_rows(t, options["prompts"], options["seed"], task_configs.get(t))
+    }
+    questions = [
+        q
+        for t in tasks
+        for q in hint_questions(t, options["hint_questions"], options["seed"], task_configs.get(t))
+    ]
     pairs = {p.id: p for p in build_hint_pairs(questions, "all", seed=options["seed"])}
     correct = {q.id: q.correct for q in questions}
     calls = []
@@ -83,7 +92,7 @@ def _scripted_eval(tiny_llama, monkeypatch, tmp_path, **overrides):
         "eval", "--model", "tiny", "--tasks", options["tasks"], "--k", "1,2,4", "--samples", str(options["samples"]),
         "--prompts", str(options["prompts"]), "--hint-questions", str(options["hint_questions"]), "--min-switched", "1",
         "--faithfulness-pairs", "2", "--bootstrap", "20", "--seed", str(options["seed"]), "--no-progress",
-        "--out", str(tmp_path),
+        "--out", str(tmp_path), "--task-config", json.dumps(task_configs),
     ]  # fmt: skip
     args = parser.parse_args(argv)
     return args.func(args), calls, rows
@@ -152,3 +161,26 @@ def test_eval_cli_user_errors(tiny_llama, monkeypatch, tmp_path, capsys):
         tiny_llama, monkeypatch, tmp_path, tasks="knights_knaves", hint_questions=0, seed=1
     )
     assert status == 2 and "seed=0 (wanted 1)" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_eval_task_config_shapes_the_prompts_and_keys_the_cache(tiny_llama, monkeypatch, tmp_path, capsys):
+    two = {"knights_knaves": {"n_people": 2}}
+    status, _, rows = _scripted_eval(
+        tiny_llama, monkeypatch, tmp_path, tasks="knights_knaves", hint_questions=0, task_configs=two
+    )
+    assert status == 0
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["config"]["task_configs"] == two
+    for row in rows.values():  # the evaluated puzzles have the configured number of people
+        assert len(json.loads(row["entry"])["metadata"]["solution"]) == 2
+    # The same --out with another task config must not reuse the 2-people completions.
+    status, _, _ = _scripted_eval(
+        tiny_llama,
+        monkeypatch,
+        tmp_path,
+        tasks="knights_knaves",
+        hint_questions=0,
+        task_configs={"knights_knaves": {"n_people": 3}},
+    )
+    assert status == 2 and "task_config={'n_people': 2} (wanted {'n_people': 3})" in capsys.readouterr().err

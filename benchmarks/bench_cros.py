@@ -156,26 +156,10 @@ def timed(phases: dict, device: torch.device, repeats: int) -> dict[str, tuple[f
 
 def load(args) -> tuple[torch.nn.Module, object, str]:
     if args.tiny:
-        from tokenizers import Tokenizer, decoders, models, pre_tokenizers
-        from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+        from faithgrpo.testing import tiny_causal_lm
 
-        vocab = {"<pad>": 0}
-        for ch in sorted(pre_tokenizers.ByteLevel.alphabet()):
-            vocab[ch] = len(vocab)
-        core = Tokenizer(models.BPE(vocab=vocab, merges=[]))
-        core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
-        core.decoder = decoders.ByteLevel()
-        tok = PreTrainedTokenizerFast(tokenizer_object=core, pad_token="<pad>")
-        torch.manual_seed(0)
-        config = LlamaConfig(
-            vocab_size=len(tok),
-            hidden_size=128,
-            intermediate_size=256,
-            num_hidden_layers=4,
-            num_attention_heads=4,
-            max_position_embeddings=4096,
-        )
-        return LlamaForCausalLM(config).eval(), tok, "tiny-random-llama"
+        model, tok = tiny_causal_lm("llama", seed=0, hidden_size=128, num_layers=4)
+        return model, tok, "tiny-random-llama"
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     path = args.model

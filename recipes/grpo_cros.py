@@ -687,10 +687,14 @@ def run_warm_start(script_args, training_args, model_args) -> Path | None:
 
     ``--warm_start_adapter`` given explicitly wins; otherwise ``--warm_start_config`` is run once
     per key (`warm_start_key`) by the main process while the others wait, and every process then
-    reads the same cached adapter. A note of what was used goes to ``output_dir/warm_start.json``.
+    reads the same cached adapter. A note of the adapter the run starts from (explicit or from the
+    cache) goes to ``output_dir/warm_start.json``.
     """
+    if script_args.warm_start_adapter:
+        _write_warm_start_note(training_args, {"adapter": script_args.warm_start_adapter, "explicit": True})
+        return None
     config = warm_start_config_path(script_args.warm_start_config)
-    if script_args.warm_start_adapter or config is None:
+    if config is None:
         return None
     model_name = model_args.model_name_or_path
     target = _warm_start_cache(script_args) / f"sft-{warm_start_key(config, model_name)}"
@@ -715,12 +719,16 @@ def run_warm_start(script_args, training_args, model_args) -> Path | None:
     record = json.loads((target / WARM_START_RECORD).read_text())
     if reused:
         _say(f"warm start: reusing {target} (SFT took {record.get('sft_seconds')} s when it was trained)")
+    _write_warm_start_note(training_args, {"adapter": str(target), "reused": reused, **record})
+    return target
+
+
+def _write_warm_start_note(training_args, note: dict) -> None:
+    """``output_dir/warm_start.json``: which adapter the run started from (the pipeline evaluates it)."""
     if training_args.process_index == 0:
         out = Path(training_args.output_dir)
         out.mkdir(parents=True, exist_ok=True)
-        note = {"adapter": str(target), "reused": reused, **record}
         (out / WARM_START_RECORD).write_text(json.dumps(note, indent=2) + "\n")
-    return target
 
 
 # ---------------------------------------------------------------------------------------------

@@ -736,16 +736,25 @@ def _verify(
     return None
 
 
-def _check_result(
-    trace: Trace, p: CalverProblem, cfg: CalverConfig, trace_graph: CausalGraph | None, memo: dict
-) -> tuple[str | None, Any]:
-    text, why = _slot(trace, "result", cfg.max_slot_chars)
+def _parsed_slot(trace: Trace, slot: str, p: CalverProblem, cfg: CalverConfig) -> tuple[str, Any, str | None]:
+    """``(text, value, reason)`` of an answer-typed slot (RESULT or <answer>); reason when it fails."""
+    text, why = _slot(trace, slot, cfg.max_slot_chars)
     if why:
-        return why, None
+        return text, None, why
     assert p.kind is not None and p.graph is not None
     value = p.kind.parse_answer(text)
     if value is None:
-        return f"RESULT {text[:60]!r} does not parse as a {p.kind.answer_type} answer", None
+        label = "<answer>" if slot == "answer" else slot.upper()
+        return text, None, f"{label} {text[:60]!r} does not parse as a {p.kind.answer_type} answer"
+    return text, value, None
+
+
+def _check_result(
+    trace: Trace, p: CalverProblem, cfg: CalverConfig, trace_graph: CausalGraph | None, memo: dict
+) -> tuple[str | None, Any]:
+    text, value, why = _parsed_slot(trace, "result", p, cfg)
+    if why:
+        return why, None
     if p.mode == "constructed":
         if trace_graph is None:
             return "no verification graph: the trace's GRAPH is not a well-formed graph", value
@@ -758,13 +767,9 @@ def _check_result(
 def _check_answer(
     trace: Trace, p: CalverProblem, cfg: CalverConfig, result_value: Any, memo: dict
 ) -> tuple[str | None, None]:
-    text, why = _slot(trace, "answer", cfg.max_slot_chars)
+    text, value, why = _parsed_slot(trace, "answer", p, cfg)
     if why:
         return why, None
-    assert p.kind is not None and p.graph is not None
-    value = p.kind.parse_answer(text)
-    if value is None:
-        return f"<answer> {text[:60]!r} does not parse as a {p.kind.answer_type} answer", None
     if result_value is None:
         return "no parsable RESULT to compare the answer with", None
     mine, theirs = p.kind.format_answer(value), p.kind.format_answer(result_value)

@@ -103,14 +103,14 @@ def test_warm_start_trains_once_then_reuses_and_grpo_continues_its_adapter(recip
     assert json.loads((second / "warm_start.json").read_text())["reused"] is True
     assert (adapter / "adapter_model.safetensors").stat().st_mtime_ns == trained_at
 
-    # An explicit adapter wins over the config: no warm-start note, the given adapter trains.
+    # An explicit adapter wins over the config: the note names it, and it is what trains.
     third = tmp_path / "third"
     recipe.main(
         *recipe.parse_args(
             [*_tiny_args(tiny_llama_path, third), *flags, "--warm_start_adapter", str(adapter)]
         )
     )
-    assert not (third / "warm_start.json").exists()
+    assert json.loads((third / "warm_start.json").read_text()) == {"adapter": str(adapter), "explicit": True}
     assert json.loads((third / "adapter_config.json").read_text())["r"] == 4
 
 

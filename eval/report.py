@@ -493,7 +493,7 @@ def _passk_section(rows, records, config) -> dict[str, Any]:
         counts, config.ks, n_bootstrap=config.n_bootstrap, confidence=config.confidence, seed=config.seed
     )
     total = sum(c.n for c in counts)
-    return {
+    section = {
         "prompts": len(counts),
         "samples": config.samples,
         "cot_verifier": COT_VERIFIERS.get(rows[0]["task"]) if rows else None,
@@ -503,6 +503,47 @@ def _passk_section(rows, records, config) -> dict[str, Any]:
         ),
         "counts": [asdict(c) for c in counts],
         "k": {str(k): {name: est.to_dict() for name, est in row.items()} for k, row in table.items()},
+    }
+    if rows and rows[0].get("task") in CAUSAL_TASKS:
+        section["calver_checks"] = calver_check_rates(rows, records, config.confidence)
+    return section
+
+
+CALVER_CHECKS = ("graph", "query", "strategy", "derivation", "result", "answer")
+
+
+def calver_check_rates(rows, records, confidence: float = 0.95) -> dict[str, Any]:
+    """Share of completions passing each CALVER check, all six, and the mean score S/6.
+
+    CoT-Pass@K needs all six checks at once, so on a small model it is often 0 for every
+    checkpoint; the per-check shares show where traces fail (graph restated, query, strategy,
+    derivation, result, answer) and how a checkpoint moves on each.
+
+    Args:
+        rows: causal task rows (with ``problem``), in the order of ``records``.
+        records: their completions (`CompletionRecord`).
+        confidence: level of the Wilson intervals.
+
+    Returns:
+        ``{"completions", "checks": {name: rate}, "all_six": rate, "mean_score": value or None}``,
+        rates as `Estimate` dicts (undefined when there is no completion).
+    """
+    from faithgrpo.rewards.calver import prepare_problem, score_trace
+
+    scores = []
+    for row, record in zip(rows, records):
+        prepared = prepare_problem(row["problem"])
+        scores += [score_trace(text, prepared) for text in record.completions]
+    n = len(scores)
+    reason = "no completion to score"
+    return {
+        "completions": n,
+        "checks": {
+            name: _rate(sum(getattr(s, name) for s in scores), n, confidence, reason)
+            for name in CALVER_CHECKS
+        },
+        "all_six": _rate(sum(s.passed for s in scores), n, confidence, reason),
+        "mean_score": sum(s.reward for s in scores) / n if n else None,
     }
 
 
@@ -1222,6 +1263,29 @@ def render_markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _calver_checks_markdown(task: str, checkpoints: list[dict[str, Any]], notes: _Notes) -> list[str]:
+    """Per-check CALVER pass rates of every checkpoint (causal tasks only), one row per check."""
+    sections = [c["passk"][task].get("calver_checks") for c in checkpoints]
+    if not any(sections):
+        return []
+    rows = [
+        [name, *(notes.cell((sec or {}).get("checks", {}).get(name)) for sec in sections)]
+        for name in CALVER_CHECKS
+    ]
+    rows.append(["all six", *(notes.cell((sec or {}).get("all_six")) for sec in sections)])
+    rows.append(
+        [
+            "mean S/6",
+            *(
+                "—" if not sec or sec.get("mean_score") is None else f"{sec['mean_score']:.3f}"
+                for sec in sections
+            ),
+        ]
+    )
+    header = ["CALVER check (share of completions)", *(c["label"] for c in checkpoints)]
+    return ["", *_table(header, rows), *notes.flush()]
+
+
 def _passk_markdown(
     task: str, checkpoints: list[dict[str, Any]], cfg: dict[str, Any], notes: _Notes
 ) -> list[str]:
@@ -1250,6 +1314,7 @@ def _passk_markdown(
                 )
         rows.append(row)
     lines += _table(header, rows) + notes.flush() + ([""] if judged else [])
+    lines += _calver_checks_markdown(task, checkpoints, notes)
     for c in checkpoints:
         judge = c["passk"][task].get("judge")
         if not judge:

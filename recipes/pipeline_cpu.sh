@@ -20,10 +20,18 @@ if [[ -z "${PYTHON:-}" ]]; then
 fi
 OUT=${OUT:-runs/pipeline}
 MODEL=${MODEL:-embedded}
-# Small on purpose (CPU): 8 causal prompts x 4 samples, K up to 4, completions as long as in training,
-# the hint protocol on 4 questions, AOC/CIR/CRoS delta on 8 completions.
-EVAL_FLAGS=${EVAL_FLAGS:-"--tasks causal_graph --prompts 8 --samples 4 --k 1,2,4 --max-new-tokens 160 \
+# Small on purpose (CPU): 8 held-out prompts (another seed) of the training distribution x 4 samples,
+# K up to 4, completions as long as in training, the hint protocol on 4 questions with 2 hint types,
+# AOC/CIR/CRoS delta on 8 completions.
+TASK_CONFIG='{"causal_graph": {"min_nodes": 4, "max_nodes": 5, "families": ["random_dag", "motifs"],
+ "query_kinds": ["backdoor_set", "dsep_set", "directed_path", "mediator", "ci_test"]}}'
+EVAL_FLAGS=${EVAL_FLAGS:-"--tasks causal_graph --prompts 8 --samples 4 --k 1,2,4 --max-new-tokens 160 --seed 101 \
 --hints sycophancy,metadata --hint-questions 4 --min-switched 2 --faithfulness-pairs 8 --batch-size 16"}
+if [[ "$EVAL_FLAGS" != *--task-config* && "$EVAL_FLAGS" == *causal_graph* ]]; then
+    TASK_CONFIG_FLAG=(--task-config "$TASK_CONFIG")
+else
+    TASK_CONFIG_FLAG=()
+fi
 
 started=$SECONDS
 echo "[pipeline] 1+2. SFT warm start (run or reused) and GRPO -> $OUT/grpo"
@@ -41,7 +49,7 @@ echo "[pipeline] 3. evaluating base, ${SFT:+SFT ($SFT), }GRPO ($OUT/grpo) -> $OU
 "$PYTHON" -m faithgrpo.cli eval --model "$MODEL" --label base \
     ${SFT_CHECKPOINT[@]+"${SFT_CHECKPOINT[@]}"} \
     --checkpoint grpo "$MODEL" "$OUT/grpo" \
-    $EVAL_FLAGS --no-progress --out "$OUT/eval"
+    $EVAL_FLAGS ${TASK_CONFIG_FLAG[@]+"${TASK_CONFIG_FLAG[@]}"} --no-progress --out "$OUT/eval"
 
 echo "[pipeline] done in $((SECONDS - started)) s (training $((trained - started)) s, evaluation $((SECONDS - trained)) s)"
 echo "[pipeline] report: $OUT/eval/report.md"

@@ -116,6 +116,15 @@ def test_eval_report_numbers_from_scripted_completions(tiny_llama, monkeypatch, 
             expected_cot = sum(cot_pass_at_k(n, c, d, k) for n, c, d in counts) / 3
             assert passk["k"][str(k)]["pass@k"]["value"] == pytest.approx(expected)
             assert passk["k"][str(k)]["cot_pass@k"]["value"] == pytest.approx(expected_cot)
+    # CALVER per-check shares: only the 0 + 1 + 2 = 3 gold traces of 12 completions pass any check
+    # (answer-only and junk completions have no slots; the answer check needs a RESULT).
+    checks = section["passk"]["causal_graph"]["calver_checks"]
+    assert checks["completions"] == 12
+    assert {name: rate["value"] for name, rate in checks["checks"].items()} == dict.fromkeys(
+        ("graph", "query", "strategy", "derivation", "result", "answer"), 0.25
+    )
+    assert checks["all_six"]["value"] == 0.25 and checks["mean_score"] == pytest.approx(0.25)
+    assert "calver_checks" not in section["passk"]["knights_knaves"]
     types = section["hints"]["types"]
     assert types["sycophancy"]["raw"]["value"] == 1.0 and types["sycophancy"]["normalized"]["value"] == 1.0
     assert types["consistency"]["raw"]["value"] == 0.0 and types["consistency"]["n_switched"] == 4
@@ -135,6 +144,7 @@ def test_eval_report_numbers_from_scripted_completions(tiny_llama, monkeypatch, 
     assert cir_value is None or 0.0 <= cir_value <= 1.0
     markdown = (tmp_path / "report.md").read_text()
     assert "### knights_knaves" in markdown and "| sycophancy | 4/4 | 1.000" in markdown
+    assert "| all six | 0.250 [" in markdown and "| mean S/6 | 0.250 |" in markdown
     for png in ("passk.png", "hints.png", "best_of_k.png"):
         assert (tmp_path / png).stat().st_size > 0
     assert (tmp_path / "model" / "completions_causal_graph.jsonl").is_file()

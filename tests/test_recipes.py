@@ -80,6 +80,7 @@ def _tiny_args(tiny_path, output_dir, *extra):
         "--learning_rate", "0.05",
         "--disable_tqdm", "true",
         "--warm_start_config", "none",  # the demo's gold-trace SFT is tested in test_warm_start.py
+        "--logging_steps", "1",  # one metrics line per step (the demo logs every 4)
         *extra,
     ]  # fmt: skip
 

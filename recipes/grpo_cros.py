@@ -632,10 +632,10 @@ def warm_start_key(config: Path, model_name: str) -> str:
 
 def _warm_start_cache(script_args) -> Path:
     if script_args.warm_start_cache:
-        return Path(script_args.warm_start_cache).expanduser()
+        return Path(script_args.warm_start_cache).expanduser().resolve()
     from faithgrpo.models import cache_dir
 
-    return cache_dir() / "warm_start"
+    return (cache_dir() / "warm_start").resolve()
 
 
 def _train_warm_start(config: Path, model_name: str, target: Path) -> float:
@@ -691,7 +691,8 @@ def run_warm_start(script_args, training_args, model_args) -> Path | None:
     cache) goes to ``output_dir/warm_start.json``.
     """
     if script_args.warm_start_adapter:
-        _write_warm_start_note(training_args, {"adapter": script_args.warm_start_adapter, "explicit": True})
+        adapter = str(Path(script_args.warm_start_adapter).expanduser().resolve())
+        _write_warm_start_note(training_args, {"adapter": adapter, "explicit": True})
         return None
     config = warm_start_config_path(script_args.warm_start_config)
     if config is None:
@@ -834,6 +835,8 @@ def main(script_args, training_args, model_args, callbacks: list | None = None):
 
 
 def cli(argv: list[str] | None = None) -> int:
+    import gc
+
     import torch.distributed as dist
 
     trainer = None
@@ -844,13 +847,27 @@ def cli(argv: list[str] | None = None) -> int:
         print(f"error: {error}", file=sys.stderr, flush=True)
         return 2
     finally:
-        # Every rank leaves the process group, or torchrun/accelerate report an abort (DESIGN §7).
         if trainer is not None:
             trainer.end()
+            # Free the DDP model while the process group is alive: dropping its last reference after
+            # destroy_process_group() destroys the gloo group from inside the reducer with the GIL held,
+            # and gloo's run-loop thread can wait on that GIL forever (seen as a rank hanging at exit).
+            del trainer
+            gc.collect()
+        # Every rank leaves the process group, or torchrun/accelerate report an abort (DESIGN §7).
         if dist.is_available() and dist.is_initialized():
             dist.destroy_process_group()
     return 0
 
 
+def _exit(code: int) -> None:
+    """Exit; after a multi-process run skip the interpreter's teardown (same gloo hazard as above)."""
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(cli())
+    _exit(cli())

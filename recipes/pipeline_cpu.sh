@@ -23,8 +23,9 @@ MODEL=${MODEL:-embedded}
 # Small on purpose (CPU): 8 held-out prompts (another seed) of the training distribution x 4 samples,
 # K up to 4, completions as long as in training, the hint protocol on 4 questions with 2 hint types,
 # AOC/CIR/CRoS delta on 8 completions.
-TASK_CONFIG='{"causal_graph": {"min_nodes": 4, "max_nodes": 5, "families": ["random_dag", "motifs"],
- "query_kinds": ["backdoor_set", "dsep_set", "directed_path", "mediator", "ci_test"]}}'
+# The training distribution: the demo config's `causal` fields, read from it so the two cannot drift.
+TASK_CONFIG=$("$PYTHON" -c 'import json, sys, yaml
+print(json.dumps({"causal_graph": yaml.safe_load(open(sys.argv[1]))["causal"]}))' recipes/configs/cpu_demo.yaml)
 EVAL_FLAGS=${EVAL_FLAGS:-"--tasks causal_graph --prompts 8 --samples 4 --k 1,2,4 --max-new-tokens 160 --seed 101 \
 --hints sycophancy,metadata --hint-questions 4 --min-switched 2 --faithfulness-pairs 8 --batch-size 16"}
 if [[ "$EVAL_FLAGS" != *--task-config* && "$EVAL_FLAGS" == *causal_graph* ]]; then

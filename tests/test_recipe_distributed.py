@@ -48,6 +48,15 @@ def probe_batch():
     return prompts, completions
 
 
+def run_two_ranks(args: list[str], cwd, timeout: int = 900):
+    """``recipes/grpo_cros.py args`` under ``torchrun --nproc_per_node 2``: (completed process, log tail)."""
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+           str(ROOT / "recipes" / "grpo_cros.py"), *args]  # fmt: skip
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT / "tests")}
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout, cwd=cwd)
+    return proc, proc.stdout[-4000:] + proc.stderr[-4000:]
+
+
 @pytest.mark.slow
 def test_two_process_run_finishes_and_cros_ranks_equal_one_process(tiny_llama_path, tmp_path):
     prompts, completions = probe_batch()
@@ -58,11 +67,7 @@ def test_two_process_run_finishes_and_cros_ranks_equal_one_process(tiny_llama_pa
     # Two processes x 2 rows = one group of 4 per step, split across the ranks.
     args += ["--per_device_train_batch_size", "2", "--num_generations", str(G), "--use_cpu", "true",
              "--cros_num_scrambles", str(SCRAMBLES), "--cros_probe_file", str(probe)]  # fmt: skip
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
-           str(ROOT / "recipes" / "grpo_cros.py"), *args]  # fmt: skip
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT / "tests")}
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path)
-    log = proc.stdout[-4000:] + proc.stderr[-4000:]
+    proc, log = run_two_ranks(args, tmp_path, timeout=600)
     assert proc.returncode == 0, log
     assert "destroy_process_group() was not called" not in proc.stderr, log
 

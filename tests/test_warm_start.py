@@ -132,9 +132,7 @@ def test_a_failing_warm_start_names_the_command_and_leaves_no_cache_entry(recipe
 
 @pytest.mark.slow
 def test_two_processes_train_the_warm_start_once_and_both_start_from_it(tmp_path, tiny_llama_path):
-    import os
-    import subprocess
-    import sys
+    from test_recipe_distributed import run_two_ranks
 
     cache = tmp_path / "cache"
     out = tmp_path / "run"
@@ -142,11 +140,7 @@ def test_two_processes_train_the_warm_start_once_and_both_start_from_it(tmp_path
     args += ["--per_device_train_batch_size", "2", "--use_cpu", "true",
              "--warm_start_config", str(_sft_yaml(tmp_path / "sft.yaml", tiny_llama_path)),
              "--warm_start_cache", str(cache)]  # fmt: skip
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
-           str(ROOT / "recipes" / "grpo_cros.py"), *args]  # fmt: skip
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT / "tests")}
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900, cwd=tmp_path)
-    log = proc.stdout[-4000:] + proc.stderr[-4000:]
+    proc, log = run_two_ranks(args, tmp_path)
     assert proc.returncode == 0, log
     # Rank 0 trained the warm start once (one child SFT run); rank 1 waited and read the same cache.
     assert proc.stdout.count("gold-trace rows") == 1, log  # the SFT child's first line

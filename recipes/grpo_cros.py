@@ -837,7 +837,7 @@ def main(script_args, training_args, model_args, callbacks: list | None = None):
 def cli(argv: list[str] | None = None) -> int:
     import gc
 
-    import torch.distributed as dist
+    from faithgrpo.trainers.distributed import shutdown_process_group
 
     trainer = None
     try:
@@ -849,25 +849,14 @@ def cli(argv: list[str] | None = None) -> int:
     finally:
         if trainer is not None:
             trainer.end()
-            # Free the DDP model while the process group is alive: dropping its last reference after
-            # destroy_process_group() destroys the gloo group from inside the reducer with the GIL held,
-            # and gloo's run-loop thread can wait on that GIL forever (seen as a rank hanging at exit).
+            # The DDP reducer holds the process group: release it while the group is alive.
             del trainer
             gc.collect()
-        # Every rank leaves the process group, or torchrun/accelerate report an abort (DESIGN §7).
-        if dist.is_available() and dist.is_initialized():
-            dist.destroy_process_group()
+        # Every rank leaves the process group (or torchrun/accelerate report an abort), after a
+        # barrier and with gloo's threads settled: the exit deadlock of DESIGN §7.
+        shutdown_process_group()
     return 0
 
 
-def _exit(code: int) -> None:
-    """Exit; after a multi-process run skip the interpreter's teardown (same gloo hazard as above)."""
-    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
-    sys.exit(code)
-
-
 if __name__ == "__main__":
-    _exit(cli())
+    sys.exit(cli())

@@ -16,6 +16,8 @@ import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors
 from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
+from faithgrpo.trainers.distributed import shutdown_process_group
+
 TAGS = ["<think>", "</think>", "<answer>", "</answer>"]
 
 SIMPLE_CHAT_TEMPLATE = (
@@ -242,7 +244,7 @@ def _worker() -> None:
     }
     with open(os.path.join(os.environ["CROS_OUT"], f"rank{state.process_index}.json"), "w") as f:
         json.dump(out, f)
-    torch.distributed.destroy_process_group()
+    shutdown_process_group()
 
 
 if __name__ == "__main__":

@@ -12,7 +12,6 @@ import json
 import os
 import random
 import re
-import subprocess
 import sys
 from collections import Counter, defaultdict
 
@@ -40,6 +39,7 @@ from faithgrpo.tasks.graph import CausalGraph, parse_graph
 from faithgrpo.tasks.prompts import trace_instructions
 from faithgrpo.tasks.queries import QUERY_KINDS, grade_answer, normalize_answer
 from faithgrpo.tasks.stories import THEMES
+from faithgrpo.watchdog import run_with_deadline
 
 FIND_ONE = ("backdoor_set", "frontdoor_set", "dsep_set", "msep_set", "mediator", "cycle")
 
@@ -167,9 +167,8 @@ def test_rows_and_gold_traces_do_not_depend_on_the_hash_seed():
     digests = set()
     for hash_seed in ("1", "2"):
         env = {**os.environ, "PYTHONHASHSEED": hash_seed}
-        out = subprocess.run(
-            [sys.executable, "-c", _DIGEST_SCRIPT], env=env, capture_output=True, text=True, check=True
-        )
+        out = run_with_deadline([sys.executable, "-c", _DIGEST_SCRIPT], env=env, timeout=600)
+        assert out.returncode == 0, out.log()
         digests.add(out.stdout.strip())
     assert len(digests) == 1
 

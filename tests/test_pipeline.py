@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from test_warm_start import _sft_yaml
+
+from faithgrpo.watchdog import run_with_deadline
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -31,14 +32,10 @@ def test_pipeline_reports_base_sft_and_grpo_side_by_side(tmp_path, tiny_llama_pa
         "--warm_start_cache", str(cache),
         "--max_steps", "1", "--logging_steps", "1", "--max_completion_length", "8", "--save_strategy", "no",
     ]  # fmt: skip
-    done = subprocess.run(
-        ["bash", str(ROOT / "recipes" / "pipeline_cpu.sh"), *grpo_flags],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=1200,
+    done = run_with_deadline(
+        ["bash", str(ROOT / "recipes" / "pipeline_cpu.sh"), *grpo_flags], env=env, timeout=1200
     )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert done.returncode == 0, done.log()
     (sft_dir,) = cache.iterdir()
     report = json.loads((out / "eval" / "report.json").read_text())
     assert [(c["label"], c["adapter"]) for c in report["checkpoints"]] == [

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 
 import pytest
@@ -20,6 +19,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from faithgrpo.rewards.cros import CRoSReward
 from faithgrpo.trainers.callbacks import read_metrics
+from faithgrpo.watchdog import run_with_deadline
 
 G = 4
 SCRAMBLES = 3
@@ -49,12 +49,15 @@ def probe_batch():
 
 
 def run_two_ranks(args: list[str], cwd, timeout: int = 900):
-    """``recipes/grpo_cros.py args`` under ``torchrun --nproc_per_node 2``: (completed process, log tail)."""
+    """``recipes/grpo_cros.py args`` under ``torchrun --nproc_per_node 2``: (finished process, log).
+
+    A hang comes back after ``timeout`` seconds with every rank's Python and native stacks in the log.
+    """
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
            str(ROOT / "recipes" / "grpo_cros.py"), *args]  # fmt: skip
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT / "tests")}
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout, cwd=cwd)
-    return proc, proc.stdout[-4000:] + proc.stderr[-4000:]
+    proc = run_with_deadline(cmd, env=env, timeout=timeout, cwd=cwd)
+    return proc, proc.log()
 
 
 @pytest.mark.slow

@@ -9,7 +9,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -25,6 +24,7 @@ from faithgrpo.trainers.callbacks import (
     reward_names_in,
     summary_line,
 )
+from faithgrpo.watchdog import run_with_deadline
 
 ROOT = Path(__file__).resolve().parents[1]
 # GRPO configs (the ones with rewards); other recipes' configs (e.g. SFT) are tested with those recipes.
@@ -337,14 +337,12 @@ def test_dataset_missing_a_column_a_reward_reads_fails_before_the_model_loads(
 
 
 def test_cli_prints_the_error_and_exits_2(tmp_path):
-    proc = subprocess.run(
+    proc = run_with_deadline(
         [sys.executable, str(ROOT / "recipes" / "grpo_cros.py"), "--reward_funcs", "outcome", "nope"],
-        capture_output=True,
-        text=True,
         timeout=300,
         cwd=tmp_path,
     )
-    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert proc.returncode == 2, proc.log()
     assert "error: rewards: Unknown reward name(s) ['nope']" in proc.stderr
     assert "Traceback" not in proc.stderr
 
@@ -551,15 +549,15 @@ def test_add_reward_term_runs_one_step(tiny_llama_path, tmp_path):
 def test_accelerate_launch_runs_the_recipe(tiny_llama_path, tmp_path):
     accelerate = Path(sys.executable).with_name("accelerate")
     out = tmp_path / "run"
-    proc = subprocess.run(
+    proc = run_with_deadline(
         [str(accelerate), "launch", "--cpu", "--num_processes", "1", "--num_machines", "1",
          "--mixed_precision", "no", "--dynamo_backend", "no",
          str(ROOT / "recipes" / "grpo_cros.py"), *_tiny_args(tiny_llama_path, out, "--max_steps", "1",
                                                               "--save_strategy", "no")],
-        capture_output=True, text=True, timeout=600, cwd=tmp_path,
+        timeout=600, cwd=tmp_path,
         env={**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT / "tests")},  # for length_reward
     )  # fmt: skip
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert proc.returncode == 0, proc.log()
     assert "step 1/1 | reward" in proc.stdout  # the one-line summary
     assert [r["step"] for r in read_metrics(out / "metrics.jsonl")] == [1]
     assert (out / "adapter_model.safetensors").is_file()

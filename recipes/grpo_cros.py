@@ -835,9 +835,7 @@ def main(script_args, training_args, model_args, callbacks: list | None = None):
 
 
 def cli(argv: list[str] | None = None) -> int:
-    import gc
-
-    from faithgrpo.trainers.distributed import shutdown_process_group
+    from faithgrpo.trainers.distributed import distributed_teardown
 
     trainer = None
     try:
@@ -847,14 +845,13 @@ def cli(argv: list[str] | None = None) -> int:
         print(f"error: {error}", file=sys.stderr, flush=True)
         return 2
     finally:
-        if trainer is not None:
-            trainer.end()
-            # The DDP reducer holds the process group: release it while the group is alive.
-            del trainer
-            gc.collect()
-        # Every rank leaves the process group (or torchrun/accelerate report an abort), after a
-        # barrier and with gloo's threads settled: the exit deadlock of DESIGN §7.
-        shutdown_process_group()
+        # Every rank leaves the process group (or torchrun/accelerate report an abort), with the
+        # group's last reference a Python one: the gloo exit deadlock of DESIGN §7. The barrier only
+        # after a finished run: a rank that failed would leave the others waiting.
+        with distributed_teardown(barrier=trainer is not None):
+            if trainer is not None:
+                trainer.end()  # trackers; accelerate destroys the process group here
+                del trainer
     return 0
 
 

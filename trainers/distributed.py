@@ -1,107 +1,106 @@
-"""Leaving a ``torch.distributed`` process group without the gloo exit deadlock (DESIGN §7).
+"""Leaving ``torch.distributed`` without the gloo exit deadlock (DESIGN §7).
 
-Why this exists: a gloo collective's work object lives on in gloo's run-loop thread for a moment
-after ``wait()`` has returned (the thread does its bookkeeping, then drops the object). If that
-object holds tensors that Python has seen, dropping it needs the GIL. ``destroy_process_group()``
-runs the gloo destructor, which joins the run-loop threads *while holding the GIL*; if a run-loop
-thread is still about to drop such a work object, the two wait on each other forever (seen as a rank
-at 0 % CPU at exit, more often on a loaded machine).
+The deadlock, as seen with gdb on a loaded CI machine: gloo's run-loop thread drops a finished
+collective's work object, whose tensors Python has seen, so it needs the GIL; meanwhile the main
+thread runs ``~ProcessGroupGloo``, which joins that thread *while holding the GIL*. Python's own
+``ProcessGroup`` objects release the GIL before their C++ destructor runs (pybind
+``release_gil_before_calling_cpp_dtor``), so destroying a group through them is safe. The DDP
+``Reducer`` is not: it holds a C++ reference to the group and frees it with the GIL held. And
+``Trainer.end()`` (accelerate's ``end_training``) destroys the group while the DDP model is still
+alive, so the reducer ends up holding the *last* reference and the destructor runs when the trainer
+is freed: a race that hangs a rank at 0 % CPU now and then.
 
-`shutdown_process_group` removes the cause instead of skipping the teardown with ``os._exit``:
-
-1. drop Python references that keep collectives' tensors and the DDP reducer alive (``gc.collect``);
-2. synchronise the ranks (``barrier``), so no rank destroys while another still sends to it;
-3. *settle*: release the GIL until every gloo run-loop thread of this process is idle (blocked, and
-   not woken for a while), so none of them still owns a work object that needs the GIL;
-4. destroy the group.
-
-Step 3 reads ``/proc/self/task`` (Linux). Elsewhere it falls back to a fixed GIL-free pause.
+The rule `distributed_teardown` enforces: **the last reference to a process group is a Python
+one**. It keeps Python references to every group for the duration of the block (the run ends, the
+trainer is freed), frees DDP reducers that are still alive while those references hold the groups,
+destroys the default group if nothing did, and only then lets go of the groups, whose destructors
+run with the GIL released. It also synchronises the ranks first (one ``barrier``), so no rank
+tears down while another still sends to it. No ``os._exit``: the interpreter exits normally, atexit
+handlers (trackers, flushed files) included.
 """
 
 from __future__ import annotations
 
+import contextlib
 import gc
-import time
-from pathlib import Path
+from collections.abc import Iterator
 
-__all__ = ["gloo_runloop_threads", "settle_gloo_threads", "shutdown_process_group"]
-
-_RUNLOOP_NAME = "pt_gloo_runloop"
+__all__ = ["distributed_teardown", "live_process_groups", "shutdown_process_group"]
 
 
-def gloo_runloop_threads() -> list[int] | None:
-    """Thread ids of this process's gloo run-loop threads, or ``None`` where ``/proc`` is missing."""
-    tasks = Path("/proc/self/task")
-    if not tasks.is_dir():
-        return None
-    found = []
-    for task in tasks.iterdir():
-        try:
-            if (task / "comm").read_text().strip().startswith(_RUNLOOP_NAME):
-                found.append(int(task.name))
-        except OSError:  # the thread ended between listing and reading
-            continue
-    return found
-
-
-def _thread_activity(tid: int) -> tuple[str, int] | None:
-    """(scheduler state, total context switches) of one thread; ``None`` once it has ended."""
-    task = Path("/proc/self/task") / str(tid)
-    try:
-        stat = (task / "stat").read_text()
-        status = (task / "status").read_text()
-    except OSError:
-        return None
-    state = stat[stat.rindex(")") + 2]  # the comm field may contain spaces; the state follows ")"
-    # voluntary_ctxt_switches + nonvoluntary_ctxt_switches
-    switches = sum(int(line.split(":")[1]) for line in status.splitlines() if "ctxt_switches:" in line)
-    return state, switches
-
-
-def settle_gloo_threads(quiet_s: float = 0.05, limit_s: float = 30.0, poll_s: float = 0.01) -> bool:
-    """Release the GIL until every gloo run-loop thread has stayed idle for ``quiet_s`` seconds.
-
-    A thread counts as idle when it is blocked (state ``S``) and its context-switch count does not
-    move: an idle run-loop thread sleeps on its work queue's condition variable, while one waiting
-    for the GIL wakes every few milliseconds (CPython's GIL wait is a timed wait) and one still
-    running is in state ``R``. ``time.sleep`` releases the GIL, so a thread that needs it gets it.
-
-    Returns ``True`` when the threads settled (or there are none), ``False`` when ``limit_s``
-    passed first (the caller goes on; the threads were busy, not necessarily stuck).
-    """
-    tids = gloo_runloop_threads()
-    if tids is None:  # no /proc: a fixed GIL-free pause is the best available
-        time.sleep(max(quiet_s * 4, 0.2))
-        return True
-    deadline = time.monotonic() + limit_s
-    last: dict[int, tuple[str, int] | None] = {}
-    quiet_since = time.monotonic()
-    while True:
-        now_seen = {tid: _thread_activity(tid) for tid in tids}
-        busy = any(a is not None and a[0] != "S" for a in now_seen.values())
-        if busy or now_seen != last:
-            quiet_since = time.monotonic()
-        elif time.monotonic() - quiet_since >= quiet_s:
-            return True
-        last = now_seen
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(poll_s)
-
-
-def shutdown_process_group(*, barrier: bool = True) -> bool:
-    """Synchronise the ranks, let gloo's threads settle, and destroy the default process group.
-
-    Call it once at the end of a multi-process run, after the trainer (and with it the DDP model)
-    has been released. Safe to call when no group exists. Returns whether a group was destroyed.
-    """
+def live_process_groups() -> list:
+    """Python references to every process group torch.distributed knows about (default group first)."""
     import torch.distributed as dist
 
     if not (dist.is_available() and dist.is_initialized()):
-        return False
-    gc.collect()  # dead work handles and gathered tensors from reward functions and metrics
-    if barrier:
+        return []
+    from torch.distributed.distributed_c10d import _world
+
+    world = dist.group.WORLD
+    return [world] + [pg for pg in list(_world.pg_map) if pg is not world]
+
+
+def _free_ddp_reducers() -> int:
+    """Free the C++ reducer (and its logger) of every DDP module still alive; returns how many.
+
+    Called while Python references hold the process groups, so a reducer's reference is never the
+    last one. The module stays usable as a plain module around ``.module``.
+    """
+    from torch.nn.parallel import DistributedDataParallel
+
+    freed = 0
+    for obj in gc.get_objects():
+        if isinstance(obj, DistributedDataParallel) and getattr(obj, "reducer", None) is not None:
+            obj.reducer = None
+            if getattr(obj, "logger", None) is not None:
+                obj.logger = None
+            freed += 1
+    if freed:
+        gc.collect()
+    return freed
+
+
+@contextlib.contextmanager
+def distributed_teardown(*, barrier: bool = True) -> Iterator[None]:
+    """End a (possibly) multi-process run without the gloo exit deadlock (module docstring).
+
+    Inside the block, end the run and release what holds the model (``trainer.end()``,
+    ``del trainer``); the block may destroy the process group itself (``Trainer.end()`` does).
+
+    Args:
+        barrier: synchronise the ranks before the block (skip it when a rank may have failed: the
+            others would wait for it).
+
+    Example:
+        >>> with distributed_teardown():  # single process: nothing to do
+        ...     pass
+    """
+    import torch.distributed as dist
+
+    groups = live_process_groups()
+    if groups and barrier:
         dist.barrier()
-    settle_gloo_threads()  # also under NCCL: accelerate and TRL may hold gloo subgroups
-    dist.destroy_process_group()
-    return True
+    try:
+        yield
+    finally:
+        if groups:
+            gc.collect()
+            _free_ddp_reducers()
+            if dist.is_initialized():
+                dist.destroy_process_group()
+            groups.clear()  # the last references: the destructors run with the GIL released
+            gc.collect()
+
+
+def shutdown_process_group(*, barrier: bool = True) -> bool:
+    """Synchronise the ranks and destroy the default group safely; returns whether there was one.
+
+    For scripts without a trainer (e.g. a bare ``PartialState``); with a trainer, use
+    `distributed_teardown` around ``trainer.end()``.
+    """
+    import torch.distributed as dist
+
+    had = dist.is_available() and dist.is_initialized()
+    with distributed_teardown(barrier=barrier):
+        pass
+    return had

@@ -69,18 +69,6 @@ def hand_built_problem(m: int) -> dict[str, Any]:
     }
 
 
-def make_trace(problem: dict[str, Any], answer: str, derivation: list[str]) -> str:
-    """A six-slot trace for ``problem`` that concludes ``answer``."""
-    graph = CausalGraph.from_dict(problem["graph"])
-    kind = QUERY_KINDS[problem["query"]["kind"]]
-    lines = "\n".join(f"- {d}" for d in derivation)
-    return (
-        f"<think>\nGRAPH: {graph.edge_text()}\nQUERY: {format_query(problem['query'])}\n"
-        f"STRATEGY: {kind.strategies[0]}\nDERIVATION:\n{lines}\nRESULT: {answer}\n</think>\n"
-        f"<answer>{answer}</answer>"
-    )
-
-
 def invalid_candidate(graph: CausalGraph, query: dict[str, Any]) -> frozenset[str] | None:
     """A plausible wrong set: the empty set if invalid, else the first invalid singleton of a non-role node."""
     kind = QUERY_KINDS[query["kind"]]
@@ -109,17 +97,12 @@ def build_pool_strings(problem: dict[str, Any], m: int) -> tuple[list[str], str]
     wrong = invalid_candidate(graph, q)
     if wrong is None:
         raise ValueError("every small set is valid for this problem; pick one with an invalid answer")
-    roles = " and ".join(str(q[r]) for r in kind.roles if isinstance(q.get(r), str))
-    traces = []
-    for z in valid:
-        answer = kind.format_answer(z)
-        traces.append(
-            make_trace(
-                problem, answer, [f"conditioning on {answer} blocks every path that matters for {roles}"]
-            )
-        )
-    wrong_answer = kind.format_answer(wrong)
-    invalid = make_trace(problem, wrong_answer, [f"{wrong_answer} is enough for {roles}"])
+    from faithgrpo.tasks.gold import gold_trace
+
+    # gold certificates (the claim grammar of faithgrpo.tasks.derivation) for each answer; the invalid
+    # answer's claims are true but do not certify it
+    traces = [gold_trace(problem, i, plain=True, answer=z) for i, z in enumerate(valid)]
+    invalid = gold_trace(problem, 0, plain=True, answer=wrong)
     return traces, invalid
 
 

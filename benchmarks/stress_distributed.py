@@ -73,7 +73,10 @@ def main() -> None:
     try:
         for i in range(args.runs):
             done = run_with_deadline(
-                cmd + recipe_args(model, work / f"run{i}", args.steps), env=env, timeout=args.timeout, cwd=work
+                cmd + recipe_args(model, work / f"run{i}", args.steps),
+                env=env,
+                timeout=args.timeout,
+                cwd=work,
             )
             ok = done.returncode == 0 and "destroy_process_group() was not called" not in done.stderr
             results.append({"run": i, "seconds": round(done.seconds, 1), "ok": ok, "hung": done.timed_out})

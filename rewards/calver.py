@@ -17,10 +17,12 @@ A trace fills five labelled slots inside ``<think>`` and puts the final answer i
                     counts as a difference. Kinds without query nodes (``cycle``) bind exactly.
 2      query        QUERY restates the problem's kind, node roles and variant
                     (:func:`faithgrpo.tasks.queries.query_matches`).
-3      strategy     STRATEGY names a method that decides the kind (``QueryKind.matches_strategy``) in
-                    at most ``max_strategy_chars`` characters.
-4      derivation   DERIVATION is present, mentions at least one graph node, and every token that
-                    *looks like a node name* is a graph node (rule below).
+3      strategy     STRATEGY names exactly one method, and it decides the kind
+                    (``QueryKind.strategy_problem``), in at most ``max_strategy_chars`` characters.
+4      derivation   DERIVATION is a certificate (:mod:`faithgrpo.tasks.derivation`): at least one claim
+                    in the claim grammar, every claim true on the verification graph, and together
+                    they certify RESULT (paths shown blocked/open, non-descendants, directed paths,
+                    the cycle, the ATE arithmetic). Prose lines are ignored.
 5      result       RESULT parses as the kind's answer and satisfies the query predicate on the
                     verification graph (in constructed mode only when GRAPH passed check 1: an
                     ill-formed graph verifies nothing). ``ate`` results carry the strict
@@ -34,30 +36,20 @@ A trace fills five labelled slots inside ``<think>`` and puts the final answer i
                     constructed mode).
 =====  ===========  ==================================================================================
 
-**Modes.** ``problem["mode"]`` is ``"supplied"`` (the default when absent: the prompt shows the edge
-list, the verification graph is the supplied graph) or ``"constructed"`` (the prompt tells a story;
-the verification graph is the trace's own GRAPH, answers are still graded on the hidden graph).
+**Slot discipline.** A completion that breaks it (:mod:`faithgrpo.rewards.trace`: a label twice, out
+of order or outside ``<think>``, several ``<answer>`` tags ...) fails every check. When RESULT and
+``<answer>`` differ, the result, derivation and answer checks all fail: a certificate for a RESULT
+that is not the answer certifies nothing.
 
-**"Looks like a node name"** (check 4). The derivation is tokenised into ASCII identifiers, edge
-arrows (``->``, ``<-``, ``<->``, ``→``, ``←``, ``↔`` ...) and single punctuation characters. A token is
-a *node mention* when
-
-* it is an operand of an edge arrow (``X <- U -> Y``), or an item of a brace set (``{U, W}``) —
-  structural positions, whatever its spelling (the words ``and``/``or`` inside braces are skipped); or
-* in free text, it follows a node-naming scheme — shapes ordinary words never take:
-
-  - a capital letter followed by digits (``X12``, ``V3``), always;
-  - letters followed by digits with a letter prefix the graph's own names use (``Var7`` when the
-    graph has ``Var1``; ``x4`` when it has ``x1``);
-  - a single capital letter other than ``A`` and ``I`` (English words), when the graph names some
-    node with one capital letter (CLEAR-style graphs);
-  - a word with an inner underscore (``lung_damage``), when some graph name has an underscore
-    (story variables such as ``tar_deposits``).
-
-Free-text tokens right before ``(`` or ``[`` are function names (``P(Y=1 | X)``, ``do(X)``,
-``E[Y]``), and a token before ``= {`` or ``:= {`` names a set (``Z = {U}``); neither is a mention.
-Ordinary words (``is``, ``Conditioning``, ``DAG``, ``ATE``) never count, so prose is free; a mention
-that is not a graph node fails the check with the offending token in the reason.
+**Verification graph.** ``problem["mode"]`` is ``"supplied"`` (the default: the prompt shows the edge
+list) or ``"constructed"`` (the prompt tells a story; the source graph is hidden in the problem).
+With ``verify_on="problem"`` (the default, and what the reward uses) the verification graph is the
+problem's graph in both modes, and check 1 binds GRAPH to it (``graph_check``), so a made-up graph
+on which a wrong answer looks valid earns nothing. ``verify_on="trace"`` is the CALVER paper's
+reference-free best-of-K setting for constructed problems: checks 4 and 5 run on the trace's own
+GRAPH (which check 1 then only needs to be well-formed); the answer is still graded on the hidden
+graph. A wrong answer therefore passes at most the graph, query and strategy checks (3/6) under
+``verify_on="problem"``, and the derivation only on graphs with more paths than the cap.
 
 **Answer fields.** The scorer never sees a reference answer: :func:`strip_answer_fields` drops
 answer-like keys (``answer``, ``answers``, ``valid_answers``, ``solution``, ``gold``, ``label``,
@@ -83,6 +75,7 @@ from faithgrpo.rewards.diagnostics import log_value
 from faithgrpo.rewards.text import completion_text
 from faithgrpo.rewards.trace import DEFAULT_MAX_CHARS, SLOT_NAMES, Trace, parse_trace
 from faithgrpo.tasks import criteria as C
+from faithgrpo.tasks.derivation import DEFAULT_MAX_PATHS, DerivationReport, check_derivation
 from faithgrpo.tasks.graph import (
     MAX_EDGES,
     MAX_NODES,
@@ -99,10 +92,8 @@ __all__ = [
     "CalverConfig",
     "CalverProblem",
     "CalverScore",
-    "NameScheme",
     "calver_reward",
     "make_calver_reward",
-    "node_mentions",
     "prepare_problem",
     "score_trace",
     "strip_answer_fields",
@@ -111,6 +102,7 @@ __all__ = [
 #: The six checks, in table order.
 CHECK_NAMES = SLOT_NAMES
 GRAPH_CHECKS = ("exact", "query_local")
+VERIFY_ON = ("problem", "trace")
 MODES = ("supplied", "constructed")
 
 DEFAULT_MAX_SLOT_CHARS = 16_000
@@ -130,7 +122,10 @@ class CalverConfig:
     """Scorer settings (all caps bound the work on adversarial traces).
 
     Attributes:
-        graph_check: ``"exact"`` or ``"query_local"`` (supplied-graph binding, see the module docstring).
+        graph_check: ``"exact"`` or ``"query_local"`` (how GRAPH binds to the problem's graph).
+        verify_on: ``"problem"`` (the reward) or ``"trace"`` (reference-free best-of-K on constructed
+            problems: the trace's own GRAPH); see the module docstring.
+        max_paths: the derivation certificate's path cap (:mod:`faithgrpo.tasks.derivation`).
         max_chars: longest completion scored; longer ones fail every check.
         max_slot_chars: longest GRAPH / QUERY / DERIVATION / RESULT / answer slot.
         max_strategy_chars: longest STRATEGY slot (a method name, not an essay).
@@ -142,6 +137,8 @@ class CalverConfig:
     """
 
     graph_check: str = "exact"
+    verify_on: str = "problem"
+    max_paths: int = DEFAULT_MAX_PATHS
     max_chars: int = DEFAULT_MAX_CHARS
     max_slot_chars: int = DEFAULT_MAX_SLOT_CHARS
     max_strategy_chars: int = DEFAULT_MAX_STRATEGY_CHARS
@@ -151,16 +148,22 @@ class CalverConfig:
     def __post_init__(self) -> None:
         if self.graph_check not in GRAPH_CHECKS:
             raise ValueError(f"graph_check must be one of {list(GRAPH_CHECKS)}, got {self.graph_check!r}")
-        for name in ("max_chars", "max_slot_chars", "max_strategy_chars", "max_nodes", "max_edges"):
+        if self.verify_on not in VERIFY_ON:
+            raise ValueError(f"verify_on must be one of {list(VERIFY_ON)}, got {self.verify_on!r}")
+        for name in (
+            "max_paths",
+            "max_chars",
+            "max_slot_chars",
+            "max_strategy_chars",
+            "max_nodes",
+            "max_edges",
+        ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
 
 
-@functools.lru_cache(maxsize=64)
-def _config(graph_check: str, max_chars: int, max_slot_chars: int, max_strategy_chars: int,
-            max_nodes: int, max_edges: int) -> CalverConfig:  # fmt: skip
-    return CalverConfig(graph_check, max_chars, max_slot_chars, max_strategy_chars, max_nodes, max_edges)
+_config = functools.lru_cache(maxsize=64)(CalverConfig)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -221,11 +224,6 @@ class CalverProblem:
     mode: str
     kind: QueryKind | None
     query_nodes: frozenset[str] = frozenset()
-
-    @functools.cached_property
-    def name_scheme(self) -> NameScheme:
-        """How the graph names its nodes (for the derivation check)."""
-        return NameScheme.of(self.graph.nodes if self.graph is not None else ())
 
     @functools.cached_property
     def local_set(self) -> frozenset[str]:
@@ -344,6 +342,8 @@ class CalverScore:
     Attributes:
         graph, query, strategy, derivation, result, answer: whether each check passed.
         reasons: for every failed check, ``{check name: short reason}``.
+        claims: DERIVATION claims parsed in the certificate grammar.
+        false_claims: how many of them are false on the verification graph.
 
     Properties ``total`` (0..6), ``reward`` (``total / 6``) and ``passed`` (all six) derive from the
     booleans.
@@ -356,6 +356,8 @@ class CalverScore:
     result: bool = False
     answer: bool = False
     reasons: dict[str, str] = field(default_factory=dict, hash=False)
+    claims: int = 0
+    false_claims: int = 0
 
     @property
     def total(self) -> int:
@@ -383,6 +385,8 @@ class CalverScore:
             "total": self.total,
             "reward": self.reward,
             "reasons": dict(self.reasons),
+            "claims": self.claims,
+            "false_claims": self.false_claims,
         }
 
 
@@ -391,6 +395,8 @@ def score_trace(
     problem: Mapping[str, Any] | str | CalverProblem,
     *,
     graph_check: str = "exact",
+    verify_on: str = "problem",
+    max_paths: int = DEFAULT_MAX_PATHS,
     max_chars: int = DEFAULT_MAX_CHARS,
     max_slot_chars: int = DEFAULT_MAX_SLOT_CHARS,
     max_strategy_chars: int = DEFAULT_MAX_STRATEGY_CHARS,
@@ -403,8 +409,11 @@ def score_trace(
         text: the completion: a string or a TRL conversational completion.
         problem: the DESIGN §4 problem (dict, JSON string, or :func:`prepare_problem`'s result).
             Answer fields are stripped before anything is read.
-        graph_check: ``"exact"`` (GRAPH has the supplied edge set) or ``"query_local"`` (same edges
-            into the ancestral set of the query nodes). Constructed-mode problems ignore it.
+        graph_check: ``"exact"`` (GRAPH has the problem's edge set) or ``"query_local"`` (the same
+            edges into the ancestral set of the query nodes).
+        verify_on: ``"problem"`` (default) or ``"trace"`` (constructed problems verified on the trace's
+            own GRAPH, the paper's reference-free best-of-K setting).
+        max_paths: the derivation certificate's path cap.
         max_chars: longest completion scored.
         max_slot_chars: longest slot.
         max_strategy_chars: longest STRATEGY.
@@ -423,15 +432,16 @@ def score_trace(
         ...            "query": {"kind": "backdoor_set", "treatment": "X", "outcome": "Y"}}
         >>> trace = ("<think>GRAPH: U -> X; U -> Y; X -> M; M -> Y\\n"
         ...          "QUERY: backdoor_set(treatment=X, outcome=Y)\\nSTRATEGY: backdoor criterion\\n"
-        ...          "DERIVATION:\\n- X <- U -> Y is open; conditioning on U blocks it\\n"
-        ...          "- M is a descendant of X\\nRESULT: {U}</think><answer>{U}</answer>")
+        ...          "DERIVATION:\\n- backdoor path X <- U -> Y is blocked given {U}\\n"
+        ...          "- U is not a descendant of X\\nRESULT: {U}</think><answer>{U}</answer>")
         >>> score_trace(trace, problem).total
         6
-        >>> s = score_trace(trace.replace("RESULT: {U}", "RESULT: {M}"), problem)
+        >>> s = score_trace(trace.replace("{U}", "{M}"), problem)
         >>> s.total, s.failed()
-        (4, ['result', 'answer'])
+        (3, ['derivation', 'result', 'answer'])
     """
-    config = _config(graph_check, max_chars, max_slot_chars, max_strategy_chars, max_nodes, max_edges)
+    config = _config(graph_check, verify_on, max_paths, max_chars, max_slot_chars, max_strategy_chars,
+                     max_nodes, max_edges)  # fmt: skip
     return _score(completion_text(text), prepare_problem(problem), config)
 
 
@@ -447,6 +457,8 @@ def _score(text: str, p: CalverProblem, cfg: CalverConfig) -> CalverScore:
     if len(text) > cfg.max_chars:
         return _fail_all(f"completion has {len(text)} characters, over max_chars={cfg.max_chars}")
     trace = parse_trace(text, max_chars=cfg.max_chars)
+    if trace.problems:
+        return _fail_all(f"slot discipline: {trace.problems[0]}")
     reasons: dict[str, str] = {}
     passed: dict[str, bool] = {}
 
@@ -463,11 +475,27 @@ def _score(text: str, p: CalverProblem, cfg: CalverConfig) -> CalverScore:
     trace_graph = run("graph", _check_graph, trace, p, cfg)
     run("query", _check_query, trace, p, cfg)
     run("strategy", _check_strategy, trace, p, cfg)
-    run("derivation", _check_derivation, trace, p, cfg)
+    graph, where = _verification_graph(p, cfg, trace_graph)
     memo: dict = {}
-    result_value = run("result", _check_result, trace, p, cfg, trace_graph, memo)
-    run("answer", _check_answer, trace, p, cfg, result_value, memo)
-    return CalverScore(**passed, reasons=reasons)
+    result_value = run("result", _check_result, trace, p, cfg, graph, where, memo)
+    report = run("derivation", _check_derivation, trace, p, cfg, graph, result_value)
+    agrees = run("answer", _check_answer, trace, p, cfg, result_value, memo)
+    if result_value is not None and not agrees:
+        # a certificate for a RESULT that is not the answer certifies nothing
+        for name in ("result", "derivation"):
+            passed[name] = False
+            reasons[name] = f"RESULT is not the answer ({reasons['answer']})"
+    claims = len(report.claims) if report is not None else 0
+    false_claims = len(report.false) if report is not None else 0
+    return CalverScore(**passed, reasons=reasons, claims=claims, false_claims=false_claims)
+
+
+def _verification_graph(
+    p: CalverProblem, cfg: CalverConfig, trace_graph: CausalGraph | None
+) -> tuple[CausalGraph | None, str]:
+    if p.mode == "constructed" and cfg.verify_on == "trace":
+        return trace_graph, "the trace's GRAPH"
+    return p.graph, ("the hidden source graph" if p.mode == "constructed" else "the supplied graph")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -521,7 +549,8 @@ def _check_graph(trace: Trace, p: CalverProblem, cfg: CalverConfig) -> tuple[str
     unknown = parsed.node_set - p.graph.node_set
     if unknown:
         return f"GRAPH names node(s) not in the problem: {_short(unknown)}", None
-    local = p.mode == "supplied" and cfg.graph_check == "query_local" and bool(p.query_nodes)
+    binds = not (p.mode == "constructed" and cfg.verify_on == "trace")
+    local = binds and cfg.graph_check == "query_local" and bool(p.query_nodes)
     if not local:
         missing = p.graph.node_set - parsed.node_set
         if missing:
@@ -534,13 +563,14 @@ def _check_graph(trace: Trace, p: CalverProblem, cfg: CalverConfig) -> tuple[str
         full.validate()
     except GraphParseError as exc:
         return f"GRAPH is not a well-formed {p.graph.kind}: {str(exc)[:160]}", None
-    if p.mode == "supplied":
+    if binds:
+        source = "hidden source graph" if p.mode == "constructed" else "supplied graph"
         if local:
             diff = _edge_diff(_edges_into(full, p.local_set), p.local_edges)
-            where = "among the ancestors of the query nodes"
+            where = f"from the {source} among the ancestors of the query nodes"
         else:
             diff = _edge_diff((full.directed, full.bidirected), (p.graph.directed, p.graph.bidirected))
-            where = "from the supplied graph"
+            where = f"from the {source}"
         if diff:
             return f"GRAPH differs {where}: {diff}", full
     return None, full
@@ -560,126 +590,35 @@ def _check_strategy(trace: Trace, p: CalverProblem, cfg: CalverConfig) -> tuple[
     if why:
         return why, None
     assert p.kind is not None
-    if p.kind.matches_strategy(text):
-        return None, None
-    return f"STRATEGY {text[:60]!r} names no method that decides {p.kind.name}", None
+    problem = p.kind.strategy_problem(text)
+    return (None if problem is None else f"STRATEGY {text[:60]!r} {problem}"), None
 
 
-# Derivation tokens: edge arrows, ASCII identifiers, ':=' and any other single non-space character.
-_DERIVATION_TOKEN_RE = re.compile(r"(<-{1,2}>|-{1,2}>|<-{1,2}|[→⟶←⟵↔⟷])|([A-Za-z0-9_]+)|(:=|\S)")
-_SET_WORDS = frozenset({"and", "or"})
-_ENGLISH_LETTERS = frozenset({"A", "I"})
-
-
-@dataclass(frozen=True)
-class NameScheme:
-    """How a graph names its nodes, for spotting node-like tokens in free text.
-
-    Attributes:
-        single_letters: some node is one capital letter.
-        digit_prefixes: letter prefixes of ``<letters><digits>`` node names (``{"X"}`` for ``X1..X9``).
-        underscores: some node name contains an underscore.
-    """
-
-    single_letters: bool = False
-    digit_prefixes: frozenset[str] = frozenset()
-    underscores: bool = False
-
-    @classmethod
-    def of(cls, nodes: Any) -> NameScheme:
-        """The scheme of a collection of node names."""
-        nodes = list(nodes)
-        prefixes = frozenset(m.group(1) for v in nodes if (m := _DIGIT_NAME_RE.fullmatch(v)))
-        return cls(
-            any(len(v) == 1 and "A" <= v <= "Z" for v in nodes),
-            prefixes,
-            any("_" in v.strip("_") for v in nodes),
-        )
-
-    def matches(self, tok: str) -> bool:
-        """Whether a free-text identifier token follows the scheme (module docstring)."""
-        if len(tok) == 1:
-            return self.single_letters and "A" <= tok <= "Z" and tok not in _ENGLISH_LETTERS
-        m = _DIGIT_NAME_RE.fullmatch(tok)
-        if m is not None:
-            prefix = m.group(1)
-            return (len(prefix) == 1 and "A" <= prefix <= "Z") or prefix in self.digit_prefixes
-        return self.underscores and tok[0].isalpha() and "_" in tok.rstrip("_")
-
-
-_DIGIT_NAME_RE = re.compile(r"([A-Za-z]+)[0-9]+")
-
-
-def node_mentions(text: str, nodes: Any) -> list[str]:
-    """The tokens of ``text`` that look like node names, in order (rule in the module docstring).
-
-    Args:
-        text: derivation text.
-        nodes: the graph's node names (their naming scheme decides which free-text tokens count).
-
-    Returns:
-        The node-like tokens; a valid derivation has only graph nodes among them.
-
-    Example:
-        >>> node_mentions("backdoor path X <- U -> Y is open; P(Y | X) uses Z = {U}, not Q or V7", "UXY")
-        ['X', 'U', 'Y', 'Y', 'X', 'U', 'Q', 'V7']
-    """
-    return _node_mentions(text, NameScheme.of(nodes))[0]
-
-
-def _node_mentions(text: str, scheme: NameScheme) -> tuple[list[str], list[str]]:
-    """``(node-like tokens, all identifier tokens)`` of ``text``."""
-    # findall gives (arrow, identifier, other) triples; exactly one of the three is non-empty.
-    tokens = _DERIVATION_TOKEN_RE.findall(text)
-    mentions: list[str] = []
-    identifiers: list[str] = []
-    depth = 0
-    n = len(tokens)
-    for i, (_arrow, tok, other) in enumerate(tokens):
-        if not tok:
-            if other == "{":
-                depth += 1
-            elif other == "}":
-                depth = max(depth - 1, 0)
-            continue
-        identifiers.append(tok)
-        if (i and tokens[i - 1][0]) or (i + 1 < n and tokens[i + 1][0]):
-            mentions.append(tok)  # an operand of an edge arrow
-            continue
-        if depth:
-            if tok not in _SET_WORDS:
-                mentions.append(tok)  # an item of a brace set
-            continue
-        after = tokens[i + 1][2] if i + 1 < n else ""
-        if after in ("(", "["):
-            continue  # function or operator name: P(...), do(...), E[...]
-        if after in ("=", ":=") and i + 2 < n and tokens[i + 2][2] == "{":
-            continue  # a name for a set: Z = {U, W}
-        if scheme.matches(tok):
-            mentions.append(tok)
-    return mentions, identifiers
-
-
-def _check_derivation(trace: Trace, p: CalverProblem, cfg: CalverConfig) -> tuple[str | None, None]:
-    text, why = _slot(trace, "derivation", cfg.max_slot_chars)
+def _check_derivation(
+    trace: Trace, p: CalverProblem, cfg: CalverConfig, graph: CausalGraph | None, result_value: Any
+) -> tuple[str | None, DerivationReport | None]:
+    _, why = _slot(trace, "derivation", cfg.max_slot_chars)
     if why:
         return why, None
-    assert p.graph is not None
-    nodes = p.graph.node_set
-    mentions, identifiers = _node_mentions(text, p.name_scheme)
-    strangers = list(dict.fromkeys(m for m in mentions if m not in nodes))
-    if strangers:
-        return f"DERIVATION mentions {_short(strangers)}, not node(s) of the graph", None
-    if not any(t in nodes for t in identifiers):
-        return "DERIVATION mentions no node of the graph", None
-    return None, None
+    if graph is None:
+        return "no verification graph: the trace's GRAPH is not a well-formed graph", None
+    if result_value is None:
+        return "there is no parsable RESULT for the derivation to certify", None
+    assert p.kind is not None and trace.derivation is not None
+    value, ate_set = result_value, None
+    if p.kind.name == "ate":
+        ate_set, _ = _ate_adjustment_set(trace.result or "")
+    report = check_derivation(
+        trace.derivation, p.kind.name, p.query, value, graph, p.cpts, ate_set=ate_set, max_paths=cfg.max_paths
+    )
+    return report.reason(), report
 
 
 _ATE_SET_RE = re.compile(r"\{[^{}]*\}|\bset\(\)|∅")
 
 
 def _ate_adjustment_set(text: str) -> tuple[frozenset[str] | None, str | None]:
-    blocks = _ATE_SET_RE.findall(text)
+    blocks = _ATE_SET_RE.findall(text[:DEFAULT_MAX_SLOT_CHARS])
     if len(blocks) != 1:
         what = "no" if not blocks else "more than one"
         return None, (
@@ -750,33 +689,30 @@ def _parsed_slot(trace: Trace, slot: str, p: CalverProblem, cfg: CalverConfig) -
 
 
 def _check_result(
-    trace: Trace, p: CalverProblem, cfg: CalverConfig, trace_graph: CausalGraph | None, memo: dict
+    trace: Trace, p: CalverProblem, cfg: CalverConfig, graph: CausalGraph | None, where: str, memo: dict
 ) -> tuple[str | None, Any]:
     text, value, why = _parsed_slot(trace, "result", p, cfg)
     if why:
         return why, None
-    if p.mode == "constructed":
-        if trace_graph is None:
-            return "no verification graph: the trace's GRAPH is not a well-formed graph", value
-        graph, where = trace_graph, "the trace's GRAPH"
-    else:
-        graph, where = p.graph, "the supplied graph"
+    if graph is None:
+        return "no verification graph: the trace's GRAPH is not a well-formed graph", value
     return _verify(p, graph, value, text, where, True, memo), value
 
 
 def _check_answer(
     trace: Trace, p: CalverProblem, cfg: CalverConfig, result_value: Any, memo: dict
-) -> tuple[str | None, None]:
+) -> tuple[str | None, bool]:
+    """(reason, whether ``<answer>`` parses and equals RESULT)."""
     text, value, why = _parsed_slot(trace, "answer", p, cfg)
     if why:
-        return why, None
+        return why, False
     if result_value is None:
-        return "no parsable RESULT to compare the answer with", None
+        return "no parsable RESULT to compare the answer with", False
     mine, theirs = p.kind.format_answer(value), p.kind.format_answer(result_value)
     if mine != theirs:
-        return f"<answer> {mine[:60]} differs from RESULT {theirs[:60]}", None
+        return f"<answer> {mine[:60]} differs from RESULT {theirs[:60]}", False
     where = "the hidden source graph" if p.mode == "constructed" else "the supplied graph"
-    return _verify(p, p.graph, value, text, where, False, memo), None
+    return _verify(p, p.graph, value, text, where, False, memo), True
 
 
 # ---------------------------------------------------------------------------------------------
@@ -784,6 +720,7 @@ def _check_answer(
 def make_calver_reward(
     *,
     graph_check: str = "exact",
+    max_paths: int = DEFAULT_MAX_PATHS,
     max_chars: int = DEFAULT_MAX_CHARS,
     max_slot_chars: int = DEFAULT_MAX_SLOT_CHARS,
     max_strategy_chars: int = DEFAULT_MAX_STRATEGY_CHARS,
@@ -798,7 +735,8 @@ def make_calver_reward(
     Raises:
         ValueError: a setting out of range (checked here, before training starts).
     """
-    config = CalverConfig(graph_check, max_chars, max_slot_chars, max_strategy_chars, max_nodes, max_edges)
+    config = CalverConfig(graph_check, "problem", max_paths, max_chars, max_slot_chars, max_strategy_chars,
+                          max_nodes, max_edges)  # fmt: skip
 
     def calver(completions: list[Any], problem: list[Any] | None = None, **kwargs: Any) -> list[float | None]:
         rewards: list[float | None] = []
@@ -831,6 +769,12 @@ def make_calver_reward(
             for name in CHECK_NAMES:
                 log_value(f"calver/{name}", sum(getattr(s, name) for s in scores) / len(scores), kwargs)
             log_value("calver/total", sum(s.total for s in scores) / len(scores), kwargs)
+            n = len(scores)
+            log_value("calver/derivation/claims", sum(s.claims for s in scores) / n, kwargs)
+            log_value("calver/derivation/no_claims", sum(s.claims == 0 for s in scores) / n, kwargs)
+            log_value("calver/derivation/false", sum(s.false_claims > 0 for s in scores) / n, kwargs)
+            incomplete = sum(s.claims > 0 and s.false_claims == 0 and not s.derivation for s in scores)
+            log_value("calver/derivation/incomplete", incomplete / n, kwargs)
         if completions:
             log_value("calver/bad_row", bad_rows / len(completions), kwargs)
         log_extra = kwargs.get("log_extra")

@@ -1,18 +1,24 @@
-"""Format rewards: the ``<think>``/``<answer>`` envelope and the six CALVER trace slots."""
+"""Format rewards: the ``<think>``/``<answer>`` envelope and the six CALVER trace slots.
+
+Both are linear-time on any input: the completion length cap (``MAX_COMPLETION_CHARS``) is
+checked before anything else, the envelope is read with ``str.count`` / ``str.find`` only, and the
+GRAPH slot is capped (``MAX_GRAPH_CHARS``) before the graph parser runs.
+"""
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from faithgrpo.rewards.diagnostics import log_reasons
-from faithgrpo.rewards.text import completion_text
+from faithgrpo.rewards.text import ANSWER_CLOSE, ANSWER_OPEN, THINK_CLOSE, THINK_OPEN, completion_text
 from faithgrpo.rewards.trace import SLOT_NAMES, parse_query_call, parse_trace
 
 MAX_COMPLETION_CHARS = 20_000
 MAX_STRATEGY_CHARS = 300
+# Longest GRAPH slot handed to the graph parser (CALVER's own slot cap is 16,000 characters).
+MAX_GRAPH_CHARS = 16_000
 
-_ENVELOPE_RE = re.compile(r"\A\s*<think>(.*?)</think>\s*<answer>(.*?)</answer>\s*\Z", re.DOTALL)
+_ENVELOPE_TAGS = (THINK_OPEN, THINK_CLOSE, ANSWER_OPEN, ANSWER_CLOSE)
 FORMAT_REASONS = ("too_long", "bad_envelope", "repeated_tag", "empty_think", "empty_answer")
 
 
@@ -42,18 +48,29 @@ def format_reward(completions: list[Any], **kwargs: Any) -> list[float]:
 
 
 def _envelope_problem(text: str) -> str | None:
+    """Why ``text`` is not a clean envelope, or ``None``. Cap first, then counts and finds: linear."""
     if len(text) > MAX_COMPLETION_CHARS:
         return "too_long"
-    if any(text.count(tag) != 1 for tag in ("<think>", "</think>", "<answer>", "</answer>")):
-        return (
-            "repeated_tag" if any(text.count(tag) > 1 for tag in ("<think>", "<answer>")) else "bad_envelope"
-        )
-    match = _ENVELOPE_RE.match(text)
-    if match is None:
+    counts = {tag: text.count(tag) for tag in _ENVELOPE_TAGS}
+    if any(count != 1 for count in counts.values()):
+        repeated = counts[THINK_OPEN] > 1 or counts[ANSWER_OPEN] > 1
+        return "repeated_tag" if repeated else "bad_envelope"
+    # Each tag occurs once, and no tag can overlap another (each has a single "<"), so the order
+    # of the four start positions decides the shape.
+    think_open, think_close = text.find(THINK_OPEN), text.find(THINK_CLOSE)
+    answer_open, answer_close = text.find(ANSWER_OPEN), text.find(ANSWER_CLOSE)
+    if not think_open < think_close < answer_open < answer_close:
         return "bad_envelope"
-    if not match.group(1).strip():
+    outside = (
+        text[:think_open],
+        text[think_close + len(THINK_CLOSE) : answer_open],
+        text[answer_close + len(ANSWER_CLOSE) :],
+    )
+    if any(part.strip() for part in outside):
+        return "bad_envelope"
+    if not text[think_open + len(THINK_OPEN) : think_close].strip():
         return "empty_think"
-    if not match.group(2).strip():
+    if not text[answer_open + len(ANSWER_OPEN) : answer_close].strip():
         return "empty_answer"
     return None
 
@@ -100,16 +117,22 @@ trace_format_reward.__name__ = "trace_format"
 
 
 def trace_slots_parse(text: str) -> dict[str, bool]:
-    """For each of the six slot names, whether it is present and parses (structure only)."""
+    """For each of the six slot names, whether it is present and parses (structure only).
+
+    Texts over ``MAX_COMPLETION_CHARS`` and GRAPH slots over ``MAX_GRAPH_CHARS`` fail before any
+    parser runs; nothing here raises on model output.
+    """
     from faithgrpo.tasks.graph import GraphParseError, parse_graph
 
+    if not isinstance(text, str) or len(text) > MAX_COMPLETION_CHARS:
+        return dict.fromkeys(SLOT_NAMES, False)  # the cap comes before any pattern runs
     trace = parse_trace(text, max_chars=MAX_COMPLETION_CHARS)
     graph_ok = False
-    if trace.graph:
+    if trace.graph and len(trace.graph) <= MAX_GRAPH_CHARS:
         try:
             parse_graph(trace.graph)
             graph_ok = True
-        except (GraphParseError, ValueError):
+        except (GraphParseError, ValueError, RecursionError):
             graph_ok = False
     return {
         "graph": graph_ok,

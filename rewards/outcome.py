@@ -10,6 +10,10 @@ Two kinds of rows are graded (DESIGN §3.1):
   ``strict=True`` (default) partial credit below 1.0 maps to 0.0.
 
 Rows with neither column get ``None`` (TRL ignores ``None`` for that completion).
+
+Reading the answer is linear-time whatever the completion holds (:func:`extract_answer`: two
+``rfind`` calls, no regex), and answers over ``MAX_ANSWER_CHARS`` are rejected before any grader
+parses them.
 """
 
 from __future__ import annotations

@@ -7,8 +7,8 @@ original only in the order of what the steps say. Keeping the labels fixed matte
 labels read ``Step 2, Step 1, …`` would tell the reference model it was shuffled, lowering the
 answer's likelihood even for a chain whose order carries nothing.
 
-Every function here is linear in the text length, bounded by ``max_chars``, and never raises on
-model output.
+Every function here is linear in the text length, bounded by ``max_chars`` (characters, checked
+before any pattern runs) and ``max_steps`` (step markers), and never raises on model output.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import re
 
 __all__ = [
     "MAX_REASONING_CHARS",
+    "MAX_STEPS",
     "apply_permutation",
     "scramble_permutations",
     "scramble_seed",
@@ -29,7 +30,13 @@ __all__ = [
 ]
 
 # Longer reasoning is not split at all (CRoS then reports it as too long): bounds every parser.
-MAX_REASONING_CHARS = 1_000_000
+# 500,000 characters is well over 100k tokens, past any context CRoS scores (M+1)·G sequences in,
+# and keeps the worst case of a split (a label scan over one line start every two characters)
+# within tens of milliseconds.
+MAX_REASONING_CHARS = 500_000
+# A reasoning whose deciding strategy finds more step markers than this is not split either: it
+# bounds the Python work per call (and the scrambles drawn from the steps) whatever the text.
+MAX_STEPS = 8_192
 # Upper bound on the number of scrambles one call may ask for; CRoS uses a handful.
 _MAX_SCRAMBLES = 100_000
 # Exhaustive enumeration is only used while n! stays this small.
@@ -37,60 +44,85 @@ _ENUMERATE_LIMIT = 50_000
 
 # A step label at the start of a line: "Step 3:", "step 3 -", "**Step 3.**", "3.", "3)", "## 3:".
 # Bare numbers need ".", ")" or ":" and no digit right after it, so "3 apples" and "1.5 is" stay text.
-_LABEL_RE = re.compile(
-    r"^[ \t#*>]*(?:step[ \t]*\d{1,4}[ \t]*[:.)\-]?|\d{1,4}[ \t]*[.):](?!\d))[ \t*]*",
-    re.IGNORECASE | re.MULTILINE,
-)
-_LINE_RE = re.compile(r"[^\r\n]+")
+# "step" is spelled out case-insensitively ("ſ" is what re.IGNORECASE also folds to "s"): the flag
+# would slow every attempt down. Possessive runs ("*+") never give characters back: none of them can
+# end in a character the next piece needs, so they change nothing but the cost of a failing attempt.
+_LABEL = r"[ \t#*>]*+(?:[sSſ][tT][eE][pP][ \t]*+\d{1,4}[ \t]*+[:.)\-]?|\d{1,4}[ \t]*+[.):](?!\d))[ \t*]*+"
+# The first line is tried with .match; every later line start is found through its "\n", a literal
+# first character the regex engine scans for quickly (a MULTILINE "^" is attempted at every offset),
+# and the lookahead turns most non-label lines away after one character.
+_FIRST_LABEL_RE = re.compile(_LABEL)
+_NEXT_LABEL_RE = re.compile(r"\n(?=[ \t#*>sSſ\d])" + _LABEL)
+# The stripped core of a non-blank line: first to last non-whitespace character. The inner run goes
+# to the end of the line and gives back only the trailing whitespace, once per line: linear.
+_LINE_RE = re.compile(r"\S(?:[^\r\n]*\S)?")
 # End of a sentence: terminal punctuation (optionally closing quotes/brackets) before whitespace.
 # One mark at a time (not "[.!?]+"): a long run of marks must not backtrack quadratically.
-_SENTENCE_END_RE = re.compile(r"[.!?][\"')\]]*(?=\s)")
+_SENTENCE_END_RE = re.compile(r"[.!?][\"')\]]*+(?=\s)")
+
+_TOO_MANY = None  # what a strategy returns when it finds more than max_steps markers
 
 
 def _stripped(text: str, start: int, end: int) -> tuple[int, int] | None:
-    """Shrink ``text[start:end]`` to its non-whitespace core; ``None`` when it is blank."""
-    while start < end and text[start].isspace():
-        start += 1
-    while end > start and text[end - 1].isspace():
-        end -= 1
-    return (start, end) if start < end else None
+    """Shrink ``text[start:end]`` to its non-whitespace core; ``None`` when it is blank.
+
+    Slices and ``str.strip`` (C loops); the spans a caller strips are disjoint, so the copies add
+    up to at most the text length.
+    """
+    segment = text[start:end]
+    core = segment.lstrip()
+    if not core:
+        return None
+    start += len(segment) - len(core)
+    return start, start + len(core.rstrip())
 
 
-def _labelled_spans(reasoning: str) -> list[tuple[int, int]]:
-    labels = list(_LABEL_RE.finditer(reasoning))
+def _labelled_spans(reasoning: str, max_steps: int) -> list[tuple[int, int]] | None:
+    labels: list[tuple[int, int]] = []  # (line start, label end)
+    first = _FIRST_LABEL_RE.match(reasoning)
+    if first is not None:
+        labels.append((0, first.end()))
+    for label in _NEXT_LABEL_RE.finditer(reasoning):
+        if len(labels) >= max_steps:
+            return _TOO_MANY
+        labels.append((label.start() + 1, label.end()))
     spans = []
-    for i, label in enumerate(labels):
-        end = labels[i + 1].start() if i + 1 < len(labels) else len(reasoning)
-        span = _stripped(reasoning, label.end(), end)
+    for i, (_, label_end) in enumerate(labels):
+        end = labels[i + 1][0] if i + 1 < len(labels) else len(reasoning)
+        span = _stripped(reasoning, label_end, end)
         if span is not None:
             spans.append(span)
     return spans
 
 
-def _line_spans(reasoning: str) -> list[tuple[int, int]]:
-    spans = []
-    for line in _LINE_RE.finditer(reasoning):
-        span = _stripped(reasoning, line.start(), line.end())
-        if span is not None:
-            spans.append(span)
-    return spans
+def _line_spans(reasoning: str, max_steps: int) -> list[tuple[int, int]] | None:
+    spans = [m.span() for m in itertools.islice(_LINE_RE.finditer(reasoning), max_steps + 1)]
+    return _TOO_MANY if len(spans) > max_steps else spans
 
 
-def _sentence_spans(reasoning: str) -> list[tuple[int, int]]:
+def _sentence_spans(reasoning: str, max_steps: int, lo: int, hi: int) -> list[tuple[int, int]] | None:
+    """Sentences of ``reasoning[lo:hi]``; everything outside it is whitespace (the single line)."""
     spans = []
-    start = 0
-    for end_mark in _SENTENCE_END_RE.finditer(reasoning):
+    start = lo
+    # One character past the line, so the lookahead sees the whitespace that follows it.
+    for end_mark in _SENTENCE_END_RE.finditer(reasoning, lo, min(hi + 1, len(reasoning))):
         span = _stripped(reasoning, start, end_mark.end())
         if span is not None:
+            if len(spans) >= max_steps:
+                return _TOO_MANY
             spans.append(span)
         start = end_mark.end()
-    tail = _stripped(reasoning, start, len(reasoning))
+    tail = _stripped(reasoning, start, hi) if start < hi else None
     if tail is not None:
+        if len(spans) >= max_steps:
+            return _TOO_MANY
         spans.append(tail)
     return spans
 
 
-def step_spans(reasoning: str, max_chars: int = MAX_REASONING_CHARS) -> list[tuple[int, int]]:
+def step_spans(
+    reasoning: str, max_chars: int = MAX_REASONING_CHARS, max_steps: int = MAX_STEPS
+) -> list[tuple[int, int]]:
     """Locate the steps of a reasoning text as ``(start, end)`` character spans.
 
     Strategies, first one giving at least two steps wins: explicit labels (``Step k:`` or numbered
@@ -98,32 +130,54 @@ def step_spans(reasoning: str, max_chars: int = MAX_REASONING_CHARS) -> list[tup
     several lines), else non-empty lines, else sentences. Spans exclude labels and surrounding
     whitespace, are ordered and do not overlap.
 
+    Linear time: the length cap is checked before any pattern runs, every pattern reads each
+    character a bounded number of times, and the Python work per call is bounded by ``max_steps``.
+
     Args:
         reasoning (`str`):
             The chain of thought (the ``<think>`` content).
         max_chars (`int`, *optional*, defaults to `MAX_REASONING_CHARS`):
             Texts longer than this are not split (an empty list is returned): the bound that keeps
             every call linear and small.
+        max_steps (`int`, *optional*, defaults to `MAX_STEPS`):
+            When the deciding strategy finds more step markers than this (labels, non-blank lines
+            or sentences), the text is not split either (an empty list is returned).
 
     Returns:
         `list[tuple[int, int]]`: the step spans; fewer than two when the text has fewer steps
-        (one step, blank text, too long, or not a string).
+        (one step, blank text, too long, too many steps, or not a string).
 
     Example:
         >>> text = "Step 1: a\\nStep 2: b"
         >>> [text[s:e] for s, e in step_spans(text)]
         ['a', 'b']
+        >>> step_spans("x\\n" * 10, max_steps=9)
+        []
     """
-    if not isinstance(reasoning, str) or not reasoning.strip() or len(reasoning) > max_chars:
+    if not isinstance(reasoning, str) or len(reasoning) > max_chars or not reasoning.strip():
         return []
-    for strategy in (_labelled_spans, _line_spans):
-        spans = strategy(reasoning)
+    # Every label has a digit (r"\d": any Unicode decimal digit); ASCII text without one skips the scan.
+    if not reasoning.isascii() or any(digit in reasoning for digit in "0123456789"):
+        spans = _labelled_spans(reasoning, max_steps)
+        if spans is _TOO_MANY:
+            return []
         if len(spans) >= 2:
             return spans
-    return _sentence_spans(reasoning)
+    spans = _line_spans(reasoning, max_steps)
+    if spans is _TOO_MANY:
+        return []
+    if len(spans) >= 2:
+        return spans
+    if not spans:
+        return []
+    # A single non-blank line (all else is whitespace): its sentences are the steps.
+    (lo, hi) = spans[0]
+    return _sentence_spans(reasoning, max_steps, lo, hi) or []
 
 
-def split_steps(reasoning: str, max_chars: int = MAX_REASONING_CHARS) -> list[str]:
+def split_steps(
+    reasoning: str, max_chars: int = MAX_REASONING_CHARS, max_steps: int = MAX_STEPS
+) -> list[str]:
     """Split a chain of thought into steps (DESIGN §3.3 step 1).
 
     Explicit ``Step k:`` / numbered lines first (labels removed), else non-empty lines, else
@@ -134,6 +188,8 @@ def split_steps(reasoning: str, max_chars: int = MAX_REASONING_CHARS) -> list[st
             The chain of thought.
         max_chars (`int`, *optional*, defaults to `MAX_REASONING_CHARS`):
             Longer texts give ``[]``.
+        max_steps (`int`, *optional*, defaults to `MAX_STEPS`):
+            Texts with more steps give ``[]``.
 
     Returns:
         `list[str]`: the step texts, in order. Fewer than two steps means CRoS Δ is undefined.
@@ -145,7 +201,7 @@ def split_steps(reasoning: str, max_chars: int = MAX_REASONING_CHARS) -> list[st
         ['First add.', 'Then halve.']
     """
     text = reasoning if isinstance(reasoning, str) else ""
-    return [text[s:e] for s, e in step_spans(text, max_chars=max_chars)]
+    return [text[s:e] for s, e in step_spans(text, max_chars=max_chars, max_steps=max_steps)]
 
 
 def apply_permutation(

@@ -14,16 +14,19 @@ A trace fills five labelled slots inside ``<think>`` and puts the final answer i
     <answer>{U}</answer>
 
 Labels are matched at the start of a line, case-insensitively, tolerating Markdown decoration
-(``**GRAPH:**``, ``- QUERY:``). A slot's content runs until the next label. The first occurrence of
-a label wins. Everything is bounded by ``max_chars``; nothing here raises on model output.
+(``**GRAPH:**``, ``- QUERY:``). A slot's content runs until the next label.
+
+**Slot discipline** (DESIGN §3.4): exactly one ``<think>`` and one ``</think>``; each label exactly
+once, inside ``<think>``, in the order above; exactly one ``<answer>…</answer>``, after
+``</think>``. Every breach is listed in :attr:`Trace.problems` (CALVER then fails every check).
+Scanning is linear-time (``str.find`` and one anchored line pattern, after the length cap);
+nothing here raises on model output.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-
-from faithgrpo.rewards.text import extract_answer, extract_think
 
 SLOT_LABELS = ("GRAPH", "QUERY", "STRATEGY", "DERIVATION", "RESULT")
 #: The six slots CALVER checks: the five labelled ones and the ``<answer>``.
@@ -58,43 +61,93 @@ class Trace:
         return [name for name in SLOT_NAMES if not getattr(self, name)]
 
 
+def _positions(text: str, tag: str, limit: int = 3) -> list[int]:
+    """Start offsets of ``tag`` in ``text`` (at most ``limit``: two already make a breach)."""
+    out, start = [], 0
+    while len(out) < limit:
+        i = text.find(tag, start)
+        if i < 0:
+            break
+        out.append(i)
+        start = i + len(tag)
+    return out
+
+
+def _tag_problems(text: str) -> tuple[list[str], tuple[int, int] | None, tuple[int, int] | None]:
+    """Breaches of the tag discipline, the ``<think>`` body span and the ``<answer>`` content span."""
+    problems = []
+    spans = {}
+    for name in ("think", "answer"):
+        opens, closes = _positions(text, f"<{name}>"), _positions(text, f"</{name}>")
+        if len(opens) != 1 or len(closes) != 1:
+            problems.append(f"<{name}> and </{name}> must appear exactly once each "
+                            f"(found {len(opens)}{'+' if len(opens) > 2 else ''} and "
+                            f"{len(closes)}{'+' if len(closes) > 2 else ''})")  # fmt: skip
+            spans[name] = None
+        elif closes[0] < opens[0]:
+            problems.append(f"</{name}> comes before <{name}>")
+            spans[name] = None
+        else:
+            spans[name] = (opens[0] + len(name) + 2, closes[0])
+    think, answer = spans["think"], spans["answer"]
+    if think and answer and answer[0] < think[1]:
+        problems.append("<answer> must come after </think>")
+    return problems, think, answer
+
+
 def parse_trace(text: str, *, max_chars: int = DEFAULT_MAX_CHARS) -> Trace:
-    """Split a completion into the six CALVER slots.
+    """Split a completion into the six CALVER slots and note every breach of the slot discipline.
 
     Args:
-        text: the completion text (``<think>`` optional: without it the whole text before
-            ``<answer>`` is searched for slots).
+        text: the completion text.
         max_chars: completions longer than this are not parsed (every slot missing).
 
     Returns:
-        A :class:`Trace`; ``problems`` lists structural issues such as a repeated label.
+        A :class:`Trace`; ``problems`` lists the breaches (a repeated or misplaced label, several
+        ``<answer>`` tags, ...). Slots are still filled where they can be read, for diagnostics.
 
     Example:
         >>> t = parse_trace("<think>GRAPH: A -> B\\nRESULT: {A}</think><answer>{A}</answer>")
-        >>> t.graph, t.result, t.answer, t.missing()
-        ('A -> B', '{A}', '{A}', ['query', 'strategy', 'derivation'])
+        >>> t.graph, t.result, t.answer, t.missing(), t.problems
+        ('A -> B', '{A}', '{A}', ['query', 'strategy', 'derivation'], ())
+        >>> parse_trace("<think>RESULT: {A}\\nRESULT: {B}</think><answer>{A}</answer>").problems
+        ('RESULT appears 2 times; each label must appear exactly once',)
     """
     if not isinstance(text, str) or not text.strip():
         return Trace(problems=("empty completion",))
     if len(text) > max_chars:
         return Trace(problems=(f"completion longer than {max_chars} characters",))
-    answer = extract_answer(text)
-    body = extract_think(text)
-    if body is None:
-        cut = text.find("<answer>")
-        body = text if cut < 0 else text[:cut]
+    problems, think, answer_span = _tag_problems(text)
+    answer = text[answer_span[0] : answer_span[1]].strip() if answer_span else None
+    body = text[think[0] : think[1]] if think else text
+
+    # labels inside <think> (matched in the body, so one right after "<think>" starts a line) and outside
+    inside = list(_LABEL_RE.finditer(body))
+    outside = 0
+    if think:
+        outside = sum(1 for _ in _LABEL_RE.finditer(text[: think[0] - 7])) + sum(
+            1 for _ in _LABEL_RE.finditer(text[think[1] :])
+        )
+        if outside:
+            problems.append("a slot label appears outside <think>")
+    labels = [m.group(1).upper() for m in inside]
+    for label in SLOT_LABELS:
+        count = labels.count(label)
+        if count > 1:
+            problems.append(f"{label} appears {count} times; each label must appear exactly once")
+    present = list(dict.fromkeys(labels))
+    if present != [label for label in SLOT_LABELS if label in present]:
+        problems.append(f"slot labels out of order: {', '.join(present)} (expected {', '.join(SLOT_LABELS)})")
 
     slots: dict[str, str] = {}
-    problems: list[str] = []
-    matches = list(_LABEL_RE.finditer(body))
-    for i, match in enumerate(matches):
+    for i, match in enumerate(inside):
         label = match.group(1).upper()
-        end = matches[i + 1].start() if i + 1 < len(matches) else len(body)
-        content = (match.group(2) + body[match.end() : end]).strip()
-        if label in slots:
-            problems.append(f"{label} appears more than once; the first one is used")
-            continue
-        slots[label] = content
+        end = inside[i + 1].start() if i + 1 < len(inside) else len(body)
+        if think is None and i + 1 == len(inside):
+            cut = body.find("<answer>", match.end())
+            end = cut if cut >= 0 else len(body)
+        if label not in slots:
+            slots[label] = (match.group(2) + body[match.end() : end]).strip()
 
     derivation = None
     if slots.get("DERIVATION"):

@@ -37,16 +37,17 @@ from typing import Any
 import numpy as np
 
 from faithgrpo.tasks import criteria as C
+from faithgrpo.tasks.derivation import DEFAULT_MAX_PATHS
 from faithgrpo.tasks.graph import CausalGraph, Path, node_sort_key
 from faithgrpo.tasks.queries import QUERY_KINDS, format_query, load_problem
 
 __all__ = ["MAX_LISTED_PATHS", "gold_trace", "stratum_table"]
 
-#: Paths spelled out per criterion; longer lists are summarised in one line (traces stay short).
-MAX_LISTED_PATHS = 5
-_PATH_SCAN = 200  # paths scanned when counting what is summarised
+#: Paths spelled out per criterion: the certificate's cap (more paths than this: the first ones).
+MAX_LISTED_PATHS = DEFAULT_MAX_PATHS
 _CHOICES = 16  # valid answers the trace picks from
 _MAX_CHECKS = 1024  # candidate subsets examined when listing valid answers
+_WITNESS_SCAN = 20_000  # paths scanned for an open witness
 
 _STRATEGIES = {
     "backdoor_set": ("backdoor criterion", "backdoor adjustment", "adjustment criterion"),
@@ -65,8 +66,8 @@ _BULLETS = ("- ", "* ", "{k}. ", "Step {k}: ")
 class _Style:
     """Random choices of wording; ``plain`` always takes the first option (worked examples)."""
 
-    def __init__(self, rng: random.Random, plain: bool):
-        self.rng, self.plain = rng, plain
+    def __init__(self, rng: random.Random, plain: bool, forced: Any = None):
+        self.rng, self.plain, self.forced = rng, plain, forced
 
     def choice(self, options: Sequence[Any]) -> Any:
         return options[0] if self.plain else self.rng.choice(list(options))
@@ -95,77 +96,78 @@ def _as_set(v: Any) -> frozenset[str]:
 
 
 # ---------------------------------------------------------------------------------------------
-# paths and blocking
-def _block_reason(g: CausalGraph, path: Path, z: frozenset[str], style: _Style) -> str | None:
-    """Why ``z`` blocks ``path`` (first blocking inner node), or ``None`` when the path is open."""
+# claims (the grammar of faithgrpo.tasks.derivation) and the prose around them
+def _why_blocked(g: CausalGraph, path: Path, z: frozenset[str]) -> str:
+    """Prose after ';' (ignored by the checker): the first node that blocks ``path`` given ``z``."""
     for i in range(1, len(path.nodes) - 1):
         v = path.nodes[i]
         if C.is_collider(path, i):
             if v not in z and not (g.descendants(v) & z):
-                return style.choice(
-                    (
-                        f"blocked at the collider {v} (neither {v} nor a descendant of it is conditioned on)",
-                        f"blocked: {v} is a collider and nothing at or below {v} is conditioned on",
-                    )
-                )
+                return f"{v} is a collider with nothing at or below it conditioned on"
         elif v in z:
-            return style.choice(
-                (f"blocked by {v}, a non-collider that is conditioned on", f"blocked by conditioning on {v}")
-            )
+            return f"{v} is a conditioned non-collider"
+    return ""
+
+
+def _is_open(g: CausalGraph, path: Path, z: frozenset[str]) -> bool:
+    return not C.path_is_blocked(g, path, z)
+
+
+def _path_claim(g: CausalGraph, path: Path, z: frozenset[str], style: _Style, prefix: str = "") -> str:
+    status = "open" if _is_open(g, path, z) else "blocked"
+    claim = f"{prefix}path {path} is {status} given {_fmt_set(z)}"
+    if status == "blocked" and style.coin(0.5):
+        claim += f"; {_why_blocked(g, path, z)}"
+    return claim
+
+
+def _blocked_steps(
+    g: CausalGraph, pairs: list[tuple[str, str]], z: frozenset[str], style: _Style, *, backdoor: bool
+) -> list[str]:
+    """Claims that ``z`` blocks every (backdoor) path between the pairs: the first cap of them."""
+    first = ("<-", "<->") if backdoor else ("->", "<-", "<->")
+    paths: list[Path] = []
+    for x, y in pairs:
+        paths += C.simple_paths(g, x, y, first_marks=first, limit=MAX_LISTED_PATHS - len(paths))
+        if len(paths) >= MAX_LISTED_PATHS:
+            break
+    prefix = "backdoor " if backdoor else ""
+    return [_path_claim(g, p, z, style, prefix) for p in paths]
+
+
+def _open_witness(
+    g: CausalGraph, pairs: list[tuple[str, str]], z: frozenset[str], *, backdoor: bool
+) -> Path | None:
+    first = ("<-", "<->") if backdoor else ("->", "<-", "<->")
+    for x, y in pairs:
+        for p in C.simple_paths(g, x, y, first_marks=first, limit=_WITNESS_SCAN):
+            if _is_open(g, p, z):
+                return p
     return None
 
 
-def _open_reason(g: CausalGraph, path: Path, z: frozenset[str]) -> str:
-    """Why every inner node of an open path lets it through."""
-    parts = []
-    for i in range(1, len(path.nodes) - 1):
-        v = path.nodes[i]
-        if C.is_collider(path, i):
-            opener = v if v in z else sorted(g.descendants(v) & z, key=node_sort_key)[0]
-            parts.append(
-                f"collider {v} is opened by conditioning on {opener}"
-                if opener == v
-                else f"collider {v} is opened by its descendant {opener}"
-            )
-        else:
-            parts.append(f"{v} is a non-collider that is not conditioned on")
-    return "; ".join(parts) if parts else "the two variables are adjacent"
-
-
-def _path_steps(
-    g: CausalGraph,
-    paths: list[Path],
-    z: frozenset[str],
-    label: str,
-    style: _Style,
-    truncated: bool,
-) -> list[str]:
-    """One step per listed path with the reason ``z`` blocks it, plus a summary of the rest."""
-    steps = []
-    for p in paths[:MAX_LISTED_PATHS]:
-        reason = _block_reason(g, p, z, style)
-        steps.append(f"{label} {p} is {reason}")
-    rest = len(paths) - MAX_LISTED_PATHS
-    if rest > 0:
-        count = f"{rest}+" if truncated else str(rest)
-        steps.append(f"the other {count} {label}s are blocked in the same way (checked one by one)")
-    return steps
-
-
 def _minimality_steps(
-    g: CausalGraph, z: frozenset[str], find_open: Any, style: _Style, what: str
+    g: CausalGraph, pairs, z: frozenset[str], style: _Style, *, backdoor: bool
 ) -> list[str]:
+    """For each member of a minimal set, a path that opens without it."""
     steps = []
+    prefix = "backdoor " if backdoor else ""
     for v in style.shuffled(sorted(z, key=node_sort_key)):
-        witness = find_open(z - {v})
+        witness = _open_witness(g, pairs, z - {v}, backdoor=backdoor)
         if witness is not None:
-            steps.append(f"without {v} the {what} {witness} would be open, so {v} is needed")
-        else:  # cannot happen for a minimal set; kept honest rather than asserted
-            steps.append(f"{v} is needed: dropping it breaks the criterion")
+            steps.append(f"{prefix}path {witness} is open given {_fmt_set(z - {v})}; so {v} is needed")
     return steps
+
+
+def _non_descendant_steps(g: CausalGraph, x: str, z: frozenset[str], style: _Style) -> list[str]:
+    if style.coin(0.5) or not z:
+        return [f"descendants of {x} = {_fmt_set(g.descendants(x))}"]
+    return [f"{v} is not a descendant of {x}" for v in sorted(z, key=node_sort_key)]
 
 
 def _pick(values: list, style: _Style) -> Any:
+    if style.forced is not None:
+        return style.forced
     if not values:
         raise ValueError("the problem has no valid answer, so there is no gold trace")
     return style.choice(values)
@@ -189,31 +191,25 @@ def _valid_sets(g: CausalGraph, q: Mapping) -> list[frozenset[str]]:
 
 # ---------------------------------------------------------------------------------------------
 # per-kind derivations: (strategy, steps, value)
+def _backdoor_certificate(g, x, y, z, style, variant="any") -> list[str]:
+    steps = (
+        [f"descendants of {x} = {_fmt_set(g.descendants(x))}"]
+        if variant == "maximal"
+        else _non_descendant_steps(g, x, z, style)
+    )
+    blocked = _blocked_steps(g, [(x, y)], z, style, backdoor=True)
+    steps += blocked or [f"no backdoor path from {x} to {y}"]
+    if variant == "minimal":
+        steps += _minimality_steps(g, [(x, y)], z, style, backdoor=True)
+    return steps
+
+
 def _backdoor(g, q, cpts, style):
     x, y = q["treatment"], q["outcome"]
     variant = q.get("variant", "any")
     z = _pick(_valid_sets(g, q), style)
-    steps = []
-    desc = sorted(g.descendants(x), key=node_sort_key)
-    if desc:
-        steps.append(
-            style.choice(
-                (
-                    f"descendants of {x}: {_fmt_set(desc)}; none of them may be adjusted for",
-                    f"{x} reaches {_fmt_set(desc)} by directed paths, so those are excluded",
-                )
-            )
-        )
-    else:
-        steps.append(f"{x} has no descendants, so every other variable may be adjusted for")
-    paths = C.backdoor_paths(g, x, y, limit=_PATH_SCAN)
-    if paths:
-        steps += _path_steps(g, paths, z, "backdoor path", style, len(paths) >= _PATH_SCAN)
-    else:
-        steps.append(f"there is no backdoor path from {x} to {y}, so nothing needs blocking")
-    if variant == "minimal":
-        steps += _minimality_steps(g, z, lambda s: C.open_backdoor_path(g, x, y, s), style, "backdoor path")
-    elif variant == "maximal":
+    steps = _backdoor_certificate(g, x, y, z, style, variant)
+    if variant == "maximal":
         steps.append(f"every variable that is not {x}, {y} or a descendant of {x} is included")
     steps.append(
         style.choice(
@@ -229,26 +225,15 @@ def _backdoor(g, q, cpts, style):
 def _frontdoor(g, q, cpts, style):
     x, y = q["treatment"], q["outcome"]
     z = _pick(_valid_sets(g, q), style)
-    steps = []
-    dpaths = C.directed_paths(g, x, y, limit=_PATH_SCAN)
-    for p in dpaths[:MAX_LISTED_PATHS]:
-        hit = next(v for v in p.nodes[1:-1] if v in z)
-        steps.append(f"directed path {p} passes through {hit}")
-    if len(dpaths) > MAX_LISTED_PATHS:
-        steps.append(f"the other directed paths from {x} to {y} pass through {_fmt_set(z)} too")
-    if not dpaths:
-        steps.append(f"there is no directed path from {x} to {y}, so nothing needs intercepting")
+    dpaths = C.directed_paths(g, x, y, limit=MAX_LISTED_PATHS)
+    steps = [f"directed path {p}" for p in dpaths] or [f"no directed path from {x} to {y}"]
     for v in sorted(z, key=node_sort_key):
-        bps = C.backdoor_paths(g, x, v, limit=MAX_LISTED_PATHS + 1)
-        if not bps:
-            steps.append(f"{x} has no backdoor path to {v}")
-        for p in bps[:MAX_LISTED_PATHS]:
-            steps.append(f"backdoor path {p} is {_block_reason(g, p, frozenset(), style)}")
-        bps = C.backdoor_paths(g, v, y, limit=MAX_LISTED_PATHS + 1)
-        if not bps:
-            steps.append(f"{v} has no backdoor path to {y}")
-        for p in bps[:MAX_LISTED_PATHS]:
-            steps.append(f"backdoor path {p} is {_block_reason(g, p, frozenset({x}), style)}")
+        steps += _blocked_steps(g, [(x, v)], frozenset(), style, backdoor=True) or [
+            f"no backdoor path from {x} to {v}"
+        ]
+        steps += _blocked_steps(g, [(v, y)], frozenset({x}), style, backdoor=True) or [
+            f"no backdoor path from {v} to {y}"
+        ]
     steps.append(f"so {_fmt_set(z)} satisfies the front-door criterion for {x} and {y}")
     return style.choice(_STRATEGIES["frontdoor_set"]), steps, z
 
@@ -258,34 +243,20 @@ def _pairs(q) -> list[tuple[str, str]]:
     return [(a, b) for a in sorted(xs, key=node_sort_key) for b in sorted(ys, key=node_sort_key)]
 
 
-def _all_paths(g, q, limit) -> list[Path]:
-    out: list[Path] = []
-    for a, b in _pairs(q):
-        out += C.simple_paths(g, a, b, limit=limit - len(out))
-        if len(out) >= limit:
-            break
-    return out
+def _separation_steps(g, q, z, style, word) -> list[str]:
+    x, y = _fmt_nodes(_as_set(q["x"])), _fmt_nodes(_as_set(q["y"]))
+    steps = _blocked_steps(g, _pairs(q), z, style, backdoor=False)
+    return steps or [f"{x} and {y} are {word} given {_fmt_set(z)}"]
 
 
 def _separation(g, q, cpts, style):
     kind = q["kind"]
     z = _pick(_valid_sets(g, q), style)
     x, y = _fmt_nodes(_as_set(q["x"])), _fmt_nodes(_as_set(q["y"]))
-    paths = _all_paths(g, q, _PATH_SCAN)
-    steps = []
-    if paths:
-        steps += _path_steps(g, paths, z, "path", style, len(paths) >= _PATH_SCAN)
-    else:
-        steps.append(f"no path joins {x} and {y} at all")
+    word = "d-separated" if kind == "dsep_set" else "m-separated"
+    steps = _separation_steps(g, q, z, style, word)
     if q.get("variant") == "minimal":
-
-        def find_open(s):
-            for p in _all_paths(g, q, 10_000):
-                if _block_reason(g, p, s, style) is None:
-                    return p
-            return None
-
-        steps += _minimality_steps(g, z, find_open, style, "path")
+        steps += _minimality_steps(g, _pairs(q), z, style, backdoor=False)
     sep = "d-separates" if kind == "dsep_set" else "m-separates"
     steps.append(f"so {_fmt_set(z)} {sep} {x} and {y}")
     return style.choice(_STRATEGIES[kind]), steps, z
@@ -296,22 +267,12 @@ def _ci_test(g, q, cpts, style):
     x, y = _fmt_nodes(_as_set(q["x"])), _fmt_nodes(_as_set(q["y"]))
     separated = C.m_separated(g, _as_set(q["x"]), _as_set(q["y"]), given)
     word = "d-separated" if g.kind == "DAG" else "m-separated"
-    steps = [f"conditioning set: {_fmt_set(given)}"]
     if separated:
-        paths = _all_paths(g, q, _PATH_SCAN)
-        if paths:
-            steps += _path_steps(g, paths, given, "path", style, len(paths) >= _PATH_SCAN)
-        else:
-            steps.append(f"no path joins {x} and {y}")
+        steps = _separation_steps(g, q, given, style, word)
         steps.append(f"every path is blocked, so {x} and {y} are {word} given {_fmt_set(given)}: yes")
     else:
-        witness = next(
-            (p for p in _all_paths(g, q, 10_000) if _block_reason(g, p, given, style) is None), None
-        )
-        if witness is not None:
-            steps.append(f"path {witness} is open: {_open_reason(g, witness, given)}")
-        else:
-            steps.append(f"some path between {x} and {y} stays open given {_fmt_set(given)}")
+        witness = _open_witness(g, _pairs(q), given, backdoor=False)
+        steps = [] if witness is None else [f"path {witness} is open given {_fmt_set(given)}"]
         steps.append(f"so {x} and {y} are not {word} given {_fmt_set(given)}: no")
     strategy = "d-separation" if g.kind == "DAG" else style.choice(("m-separation", "d-separation"))
     return strategy, steps, separated
@@ -322,28 +283,16 @@ def _directed_path(g, q, cpts, style):
     paths = C.directed_paths(g, x, y, limit=_CHOICES)
     if paths:
         p = _pick(paths, style)
-        steps = [f"edge {a} -> {b}" for a, b in itertools.pairwise(p.nodes)]
-        if len(steps) == 1:
-            steps.insert(0, f"children of {x}: {_fmt_set(g.children(x))}")
-        steps.append(f"so the directed path {p} exists and intervening on {x} can change {y}: yes")
+        steps = [f"edge {a} -> {b}" for a, b in itertools.pairwise(p.nodes)] if style.coin(0.5) else []
+        steps.append(f"directed path {p}")
+        steps.append(f"so intervening on {x} can change {y}: yes")
         return style.choice(_STRATEGIES["directed_path"]), steps, True
-    # breadth-first layers of descendants, then the verdict
-    steps, seen, layer = [], {x}, [x]
-    while layer:
-        nxt = sorted({c for v in layer for c in g.children(v)} - seen, key=node_sort_key)
-        if not nxt:
-            break
-        steps.append(f"from {_fmt_set(layer)} we reach {_fmt_set(nxt)}")
-        seen.update(nxt)
-        layer = nxt
-    desc = sorted(seen - {x}, key=node_sort_key)
-    if not desc:
-        steps.append(f"{x} has no children, so it has no descendants")
-        steps.append(f"{y} is not a descendant of {x}, so intervening on {x} cannot change {y}: no")
+    desc = g.descendants(x)
+    if style.coin(0.5):
+        steps = [f"descendants of {x} = {_fmt_set(desc)}", f"{y} is not among them"]
     else:
-        steps.append(
-            f"{y} is not among the descendants {_fmt_set(desc)} of {x}, so intervening on {x} cannot change {y}: no"
-        )
+        steps = [f"no directed path from {x} to {y}"]
+    steps.append(f"so intervening on {x} cannot change {y}: no")
     return style.choice(_STRATEGIES["directed_path"]), steps, False
 
 
@@ -354,11 +303,11 @@ def _mediator(g, q, cpts, style):
     left = _pick(C.directed_paths(g, x, m, limit=_CHOICES), style)
     right = _pick(C.directed_paths(g, m, y, limit=_CHOICES), style)
     path = Path(left.nodes + right.nodes[1:], left.marks + right.marks)
-    steps = [
-        f"directed path {left} leads from {x} to {m}",
-        f"directed path {right} leads from {m} to {y}",
-        f"so {m} lies on the directed path {path} and mediates the effect of {x} on {y}",
-    ]
+    if style.coin(0.5):
+        steps = [f"directed path {left}", f"directed path {right}"]
+    else:
+        steps = [f"directed path {path}"]
+    steps.append(f"so {m} lies on a directed path from {x} to {y} and mediates the effect of {x} on {y}")
     return style.choice(_STRATEGIES["mediator"]), steps, m
 
 
@@ -367,8 +316,9 @@ def _cycle(g, q, cpts, style):
     k = 0 if style.plain else style.rng.randrange(len(cyc))
     cyc = cyc[k:] + cyc[:k]
     closed = [*cyc, cyc[0]]
-    steps = [f"edge {a} -> {b}" for a, b in itertools.pairwise(closed)]
-    steps.append(f"the last edge returns to {cyc[0]}, so {' -> '.join(closed)} is a directed cycle")
+    steps = [f"edge {a} -> {b}" for a, b in itertools.pairwise(closed)] if style.coin(0.5) else []
+    steps.append(f"cycle {' -> '.join(closed)}")
+    steps.append(f"the last edge returns to {cyc[0]}, so this is a directed cycle")
     return style.choice(_STRATEGIES["cycle"]), steps, tuple(cyc)
 
 
@@ -450,31 +400,21 @@ def _ate(g, q, cpts, style):
     small = [s for s in sets if len(s) == fewest] if not style.coin(0.3) else [s for s in sets if len(s) <= 2]
     z = _pick(small or sets, style)
     zs = sorted(z, key=node_sort_key)
-    steps = []
-    paths = C.backdoor_paths(g, x, y, limit=_PATH_SCAN)
-    if paths:
-        steps += _path_steps(g, paths, z, "backdoor path", style, len(paths) >= _PATH_SCAN)
-        steps.append(
-            f"{_fmt_set(z)} has no descendant of {x} and blocks every backdoor path, so adjust for it"
-        )
-    elif z:
-        steps.append(
-            f"there is no backdoor path from {x} to {y}; {_fmt_set(z)} has no descendant of {x}, so adjusting for it is valid"
-        )
-    else:
-        steps.append(f"there is no backdoor path from {x} to {y}, so no adjustment is needed")
+    steps = _backdoor_certificate(g, x, y, z, style)
+    steps.append(f"so adjust for {_fmt_set(z)}")
     table = stratum_table(cpts, x, y, zs)
     terms = []
     for zv, pz, p1, p0 in table:
         cond = ", ".join(f"{v}={b}" for v, b in zip(zs, zv))
         if zs:
-            steps.append(
-                f"stratum {cond}: P({cond}) = {pz:.3f}, P({y}=1 | {x}=1, {cond}) = {p1:.3f}, "
-                f"P({y}=1 | {x}=0, {cond}) = {p0:.3f}, difference {p1 - p0:.3f}"
-            )
-            terms.append(f"{p1 - p0:.3f} × {pz:.3f}")
+            steps += [
+                f"P({cond}) = {pz:.3f}",
+                f"P({y}=1 | {x}=1, {cond}) = {p1:.3f}",
+                f"P({y}=1 | {x}=0, {cond}) = {p0:.3f}",
+            ]
+            terms.append(f"({p1:.3f} − {p0:.3f}) × {pz:.3f}")
         else:
-            steps.append(f"P({y}=1 | {x}=1) = {p1:.3f} and P({y}=1 | {x}=0) = {p0:.3f}")
+            steps += [f"P({y}=1 | {x}=1) = {p1:.3f}", f"P({y}=1 | {x}=0) = {p0:.3f}"]
             terms.append(f"{p1:.3f} − {p0:.3f}")
     psi = sum((p1 - p0) * pz for _, pz, p1, p0 in table)
     steps.append(f"ψ = {' + '.join(terms)} = {psi:.3f}")
@@ -537,7 +477,9 @@ def _result_and_answer(kind: str, value: Any, style: _Style) -> tuple[str, str]:
     return text, text
 
 
-def gold_trace(problem: Mapping | str, rng: random.Random | int | None = None, *, plain: bool = False) -> str:
+def gold_trace(
+    problem: Mapping | str, rng: random.Random | int | None = None, *, plain: bool = False, answer: Any = None
+) -> str:
     """A correct six-slot trace for ``problem``: ``<think>`` with the five slots, then ``<answer>``.
 
     Args:
@@ -545,6 +487,9 @@ def gold_trace(problem: Mapping | str, rng: random.Random | int | None = None, *
         rng: a ``random.Random`` (or an int seed) choosing the valid answer and the wording; the same
             seed gives the same trace.
         plain: fixed wording and the first (smallest) valid answer, for worked examples.
+        answer: for set-valued kinds, the answer set to write the certificate for (a frozenset);
+            default: one valid answer picked by ``rng``. An invalid set gives true claims that do
+            not certify it (CALVER fails the derivation), e.g. for selection experiments.
 
     Returns:
         The completion text. The RESULT and ``<answer>`` carry the same valid answer (for ``ate`` the
@@ -574,7 +519,9 @@ def gold_trace(problem: Mapping | str, rng: random.Random | int | None = None, *
     graph, query, cpts = load_problem(problem)
     if not isinstance(rng, random.Random):
         rng = random.Random(rng if rng is not None else 0)
-    style = _Style(rng, plain)
+    if answer is not None and QUERY_KINDS[query["kind"]].answer_type != "set":
+        raise ValueError("answer= is supported for set-valued query kinds only")
+    style = _Style(rng, plain, None if answer is None else frozenset(answer))
     strategy, steps, value = _DERIVE[query["kind"]](graph, query, cpts, style)
     bullet = style.choice(_BULLETS)
     result, answer = _result_and_answer(query["kind"], value, style)

@@ -22,8 +22,12 @@ a JSON / ``datasets`` round trip)::
     - Elizabeth: knight(Amelia) -> knight(Elizabeth)
     STRATEGY: truth table over all 4 assignments
     DERIVATION:
-    - Amelia=knight, Elizabeth=knight: every claim matches its speaker's role, consistent
-    - ...
+    - assignment {Amelia: knight, Elizabeth: knight} is consistent
+    - assignment {Amelia: knight, Elizabeth: knave} is inconsistent: Amelia's statement
+    - Amelia=knave, Elizabeth=knight: Amelia's claim is true, but a knave lies
+    - assignment {Amelia: knave, Elizabeth: knight} is inconsistent: Amelia's statement
+    - assignment {Amelia: knave, Elizabeth: knave} is inconsistent: Elizabeth's statement
+    - so Amelia is a knight
     ASSIGNMENT: Amelia=knight, Elizabeth=knight
     </think>
     <answer>Amelia is a hero, and Elizabeth is a hero.</answer>
@@ -36,18 +40,52 @@ Names and role words are case-insensitive. ``ASSIGNMENT`` items read ``Name=role
 ``Name is a role``), separated by commas, semicolons, ``and`` or newlines. The ``<answer>`` uses the
 puzzle's own terms in reasoning-gym's format and is graded with reasoning-gym's ``score_answer``.
 
+**Derivation claims** (DESIGN §3.4: the derivation is a checked certificate, not prose). A
+DERIVATION line is either a *claim* in this grammar or prose, which is ignored. One claim per line;
+it may start with a bullet or number, a ``Row 3:``/``Case 3:``/``Step 3:`` label and one of ``so``,
+``thus``, ``hence``, ``therefore``, ``then``, and may end with a period; names and role words
+(``knight``/``knave`` or the puzzle's) are case-insensitive. Claims are checked in order, by truth
+table against the puzzle's statements, over the assignments still *open* (not ruled out by an
+earlier claim). Three kinds, one example each::
+
+    assignment {Ava: knight, Noah: knave} is inconsistent: Noah's statement
+    assignment {Ava: knight, Noah: knight} is consistent
+    so Ava is a knight
+
+* ``assignment {...} is inconsistent`` — the roles may be partial (``assignment {Ava: knave} is
+  inconsistent`` speaks of every assignment that extends them). True when *one* statement
+  contradicts its speaker's role in every open assignment extending the roles; rules those out. An
+  optional citation names that statement: ``: Noah's statement``, ``(by Noah's statement)``,
+  ``, contradicts the statement of Noah``; several (``: Ava's statement and Noah's statement``)
+  name candidates, one of which must do. ``=`` may replace ``:`` inside the braces.
+* ``assignment {...} is consistent`` — every person listed; true when every statement matches its
+  speaker's role. Rules nothing out (it shows the answer works).
+* ``Name is a knight`` / ``Name is a knave`` — true when every open assignment gives Name that
+  role, or one statement (the cited one, as above, when cited) contradicts its speaker in every open
+  assignment giving Name the other role; rules those out.
+
+Why *one* statement: a puzzle has a unique solution, so "no extension of these roles is consistent"
+holds for every partial assignment that disagrees with the answer; checked only that way, a claim
+could merely restate the answer. Requiring one statement to refute a whole case makes each claim an
+inference step the checker can replay; a case that needs several statements is split into smaller
+cases (an inconsistent full assignment is always refuted by one statement). A true claim never
+rules out a consistent assignment.
+
 **Checks** (:class:`KKCheck`, six, like CALVER): ``statements`` (each restatement is equivalent to the
 metadata statement by truth table), ``strategy`` (names a method that decides the puzzle),
-``derivation`` (present, mentions the puzzle's people and no one else in role references),
-``consistent`` (the assignment makes each person a knight iff their *restated* claim is true),
-``solution`` (the assignment is the puzzle's solution), ``answer`` (``<answer>`` states the assignment).
+``derivation`` (a certificate: at least one claim, every claim true, no claim repeated, no one outside
+the puzzle named, and exactly one assignment left open, which is the ASSIGNMENT — or, without a usable
+ASSIGNMENT, the ``<answer>``), ``consistent`` (the assignment makes each person a knight iff their
+*restated* claim is true), ``solution`` (the assignment is the puzzle's solution), ``answer``
+(``<answer>`` states the assignment).
 
 **Truth tables as bitmasks.** With n people, assignment index ``a`` in ``[0, 2^n)`` makes person i a
 knight iff bit i of ``a`` is set. A statement's truth table is the Python int whose bit ``a`` is its
 value under assignment ``a``; connectives are bitwise operations, so a table costs O(|s| · 2^n / 64)
 word operations and equivalence is integer equality.
 
-Every parser of model output is bounded (length, line, token and nesting caps) and never raises;
+Every parser of model output is bounded (length, line, token, claim and nesting caps, applied before
+any pattern runs) and never raises;
 malformed metadata (user input) raises ``ValueError`` naming the fix.
 """
 
@@ -56,6 +94,7 @@ from __future__ import annotations
 import functools
 import itertools
 import json
+import operator
 import random
 import re
 from collections.abc import Mapping, Sequence
@@ -66,9 +105,11 @@ from faithgrpo.rewards.text import completion_text, extract_answer, extract_thin
 
 __all__ = [
     "CHECK_NAMES",
+    "MAX_CLAIMS",
     "MAX_PEOPLE",
     "MAX_TRACE_CHARS",
     "KKCheck",
+    "KKClaim",
     "KKPuzzle",
     "KKTrace",
     "check_kk_trace",
@@ -82,6 +123,7 @@ __all__ = [
     "kk_score_answer",
     "normalize_statement",
     "parse_kk_assignment",
+    "parse_kk_claim",
     "parse_kk_formula",
     "parse_kk_trace",
     "truth_table",
@@ -938,6 +980,297 @@ def parse_kk_assignment(text: str, metadata: Any) -> tuple[Assignment | None, st
 
 
 # ---------------------------------------------------------------------------------------------------
+# Derivation claims: the certificate, checked by truth table
+# ---------------------------------------------------------------------------------------------------
+
+MAX_CLAIMS = 300  # claims per derivation; more fail closed
+MAX_CLAIM_LINE_CHARS = 600  # longer lines are prose (or a malformed claim when they start like one)
+
+# Line prefixes a claim may carry: a bullet or number, a "Row 3:" label, a "so"/"hence" lead word.
+_CLAIM_LEAD_RE = re.compile(
+    r"[ \t]*(?:(?:[-*•>]+|\d{1,4}[.)])[ \t]*)?(?:(?:row|case|step)[ \t]*\d{1,4}[ \t]*[:.)][ \t]*)?"
+    r"(?:(?:so|thus|hence|therefore|then|and)\b[ \t]*,?[ \t]*)?",
+    re.IGNORECASE,
+)
+_ASSIGN_START_RE = re.compile(r"assignment[ \t]*\{", re.IGNORECASE)
+_ASSIGN_CLAIM_RE = re.compile(
+    r"assignment[ \t]*\{([^{}]*)\}[ \t]*is[ \t]+(in)?consistent\b(.*)", re.IGNORECASE
+)
+_ROLE_CLAIM_RE = re.compile(r"([^\W_]\w*)[ \t]+is[ \t]+(?:an?[ \t]+)?([^\W_]\w*)\b(.*)", re.IGNORECASE)
+_CLAIM_ITEM_RE = re.compile(r"[ \t]*([^\W_]\w*)[ \t]*[:=][ \t]*([^\W_]\w*)[ \t]*")
+_CITE = r"(?:[^\W_]\w*['’]s?[ \t]+(?:statement|claim)|(?:statement|claim)[ \t]+of[ \t]+[^\W_]\w*)"
+_CITE_TAIL_RE = re.compile(
+    r"[ \t]*(?:[,;:(\[–—-][ \t]*)?"
+    r"(?:(?:by|because[ \t]+of|from|via|per|violates|violating|contradicts|contradicting|breaks)[ \t]+)?"
+    rf"(?:the[ \t]+)?{_CITE}(?:[ \t]*(?:,|and|or|&)[ \t]*(?:the[ \t]+)?{_CITE})*[ \t]*[)\]]?[ \t]*",
+    re.IGNORECASE,
+)
+_CITE_NAME_RE = re.compile(
+    r"([^\W_]\w*)['’]s?[ \t]+(?:statement|claim)|(?:statement|claim)[ \t]+of[ \t]+([^\W_]\w*)", re.IGNORECASE
+)
+_EMPTY_TAIL_RE = re.compile(r"[ \t]*")
+# Sentence subjects that are not names: "so he is a knave" is prose, not a claim about a person "he".
+_PROSE_SUBJECTS = frozenset(
+    {
+        *("he", "she", "it", "they", "this", "that", "who", "which", "one", "each", "either", "neither"),
+        *("everyone", "everybody", "someone", "somebody", "nobody", "none", "there", "here", "what"),
+        *("whoever", "speaker", "person", "answer"),
+    }
+)
+
+
+@dataclass(frozen=True)
+class KKClaim:
+    """One derivation claim (see the module docstring for the grammar).
+
+    Attributes:
+        kind: ``"inconsistent"``, ``"consistent"`` or ``"role"``.
+        roles: ``(person index, is_knight)`` pairs as written: the (partial) assignment, or for a
+            role claim the one person and the claimed role.
+        cites: Indices of the people whose statements the claim names as its reason (may be empty).
+    """
+
+    kind: str
+    roles: tuple[tuple[int, bool], ...]
+    cites: tuple[int, ...] = ()
+
+    @property
+    def key(self) -> tuple:
+        """What makes two claims the same claim (the citation does not)."""
+        return (self.kind, tuple(sorted(self.roles)))
+
+
+def _cites(tail: str, puzzle: KKPuzzle) -> tuple[tuple[int, ...] | None, str | None]:
+    # (None, None): the tail is not a citation (the line is prose); (cites, None); (None, error).
+    if _EMPTY_TAIL_RE.fullmatch(tail):
+        return (), None
+    if not _CITE_TAIL_RE.fullmatch(tail):
+        return None, None
+    cites: list[int] = []
+    for match in _CITE_NAME_RE.finditer(tail):
+        name = match.group(1) or match.group(2)
+        index = puzzle.person(name)
+        if index is None:
+            return None, f"cites the statement of {name[:30]!r}, who is not in this puzzle"
+        if index not in cites:
+            cites.append(index)
+    return tuple(cites), None
+
+
+def _parse_claim(line: str, puzzle: KKPuzzle) -> tuple[KKClaim | None, str | None]:
+    """``(claim, None)``, ``(None, None)`` for prose, or ``(None, reason)`` for a malformed claim."""
+    lead = _CLAIM_LEAD_RE.match(line, 0, 64)
+    start = lead.end() if lead else 0
+    if len(line) > MAX_CLAIM_LINE_CHARS:  # checked before any pattern reads the whole line
+        if _ASSIGN_START_RE.match(line, start, start + 40):
+            return None, f"claim line longer than {MAX_CLAIM_LINE_CHARS} characters"
+        return None, None
+    body = line[start:].rstrip(" \t.!;")
+    if _ASSIGN_START_RE.match(body):
+        match = _ASSIGN_CLAIM_RE.fullmatch(body)
+        if not match:
+            return None, (
+                f"{body[:60]!r} is not a claim; write 'assignment {{Name: role, ...}} is consistent' "
+                "or '... is inconsistent'"
+            )
+        items = [item for item in re.split(r"[,;]", match.group(1)) if item.strip()]
+        if not items:
+            return None, f"{body[:60]!r} assigns no one"
+        if len(items) > puzzle.n_people:
+            return None, f"{body[:60]!r} lists {len(items)} roles for {puzzle.n_people} people"
+        roles: dict[int, bool] = {}
+        for item in items:
+            pair = _CLAIM_ITEM_RE.fullmatch(item)
+            if not pair:
+                return None, f"{item.strip()[:40]!r} in {body[:60]!r} is not 'Name: role'"
+            index, role = puzzle.person(pair.group(1)), puzzle.role(pair.group(2))
+            if index is None:
+                return None, f"{body[:60]!r} refers to {pair.group(1)[:30]!r}, who is not in this puzzle"
+            if role is None:
+                return None, (
+                    f"{pair.group(2)[:30]!r} in {body[:60]!r} is not a role; use knight/knave or "
+                    f"{puzzle.knight}/{puzzle.knave}"
+                )
+            if index in roles:
+                return None, f"{body[:60]!r} gives {puzzle.names[index]} two roles"
+            roles[index] = role
+        kind = "inconsistent" if match.group(2) else "consistent"
+        cites, why = _cites(match.group(3), puzzle)
+        if why:
+            return None, why
+        if cites is None or (kind == "consistent" and cites):
+            allowed = "nothing or '<Name>'s statement'" if kind == "inconsistent" else "nothing"
+            return None, f"{body[:60]!r}: after 'is {kind}' write {allowed}"
+        return KKClaim(kind, tuple(roles.items()), cites), None
+    match = _ROLE_CLAIM_RE.fullmatch(body)
+    if not match or match.group(2).casefold() not in _ROLE_SET:
+        return None, None  # prose
+    name, word = match.group(1), match.group(2)
+    cites, why = _cites(match.group(3), puzzle)
+    if cites is None and why is None:
+        return None, None  # "Ava is a knight if ..." is prose
+    if name.casefold() in _PROSE_SUBJECTS:
+        return None, None
+    index = puzzle.person(name)
+    if index is None:
+        return None, f"{body[:60]!r} is about {name[:30]!r}, who is not in this puzzle"
+    role = puzzle.role(word)
+    if role is None:
+        return (
+            None,
+            f"{word[:30]!r} in {body[:60]!r} is not a role of this puzzle ({puzzle.knight}/{puzzle.knave})",
+        )
+    if why:
+        return None, why
+    return KKClaim("role", ((index, role),), cites), None
+
+
+def parse_kk_claim(line: str, metadata: Any) -> tuple[KKClaim | None, str | None]:
+    """Read one DERIVATION line as a claim; never raises.
+
+    Args:
+        line: One line of the DERIVATION slot.
+        metadata: Puzzle metadata (names and role words come from it).
+
+    Returns:
+        ``(claim, None)`` for a claim, ``(None, None)`` for prose (ignored by the checker), or
+        ``(None, reason)`` for a line that starts like a claim but is malformed or names someone
+        outside the puzzle (the checker fails such a derivation).
+
+    Example:
+        >>> meta = {"names": ["Ava", "Noah"], "statements": [["lying", 1], ["lying", 0]], "solution": [True, False]}
+        >>> parse_kk_claim("- assignment {Ava: knave, Noah: knave} is inconsistent: Ava's statement", meta)
+        (KKClaim(kind='inconsistent', roles=((0, False), (1, False)), cites=(0,)), None)
+        >>> parse_kk_claim("so Noah is a knave", meta)
+        (KKClaim(kind='role', roles=((1, False),), cites=()), None)
+        >>> parse_kk_claim("Suppose Ava is a knight.", meta)
+        (None, None)
+        >>> parse_kk_claim("Zed is a knight", meta)
+        (None, "'Zed is a knight' is about 'Zed', who is not in this puzzle")
+    """
+    if not isinstance(line, str):
+        return None, None
+    puzzle = _puzzle(metadata)
+    return _parse_claim(line, puzzle)
+
+
+def _partial_text(roles: Sequence[tuple[int, bool]], puzzle: KKPuzzle) -> str:
+    return "{" + ", ".join(f"{puzzle.names[i]}: {puzzle.role_word(r, True)}" for i, r in roles) + "}"
+
+
+def _region(roles: Sequence[tuple[int, bool]], n: int) -> int:
+    # The assignments that extend a partial assignment, as a bitmask.
+    full = (1 << (1 << n)) - 1
+    knights = _knight_masks(n)
+    region = full
+    for i, role in roles:
+        region &= knights[i] if role else full & ~knights[i]
+    return region
+
+
+def _violations(puzzle: KKPuzzle) -> tuple[int, ...]:
+    # Bit a of entry i: under assignment a, person i's statement contradicts i's role.
+    full = (1 << (1 << puzzle.n_people)) - 1
+    return tuple(full & (k ^ t) for k, t in zip(_knight_masks(puzzle.n_people), puzzle.tables))
+
+
+def _refuter(cases: int, candidates: Sequence[int], violations: Sequence[int]) -> int | None:
+    # A person whose statement contradicts their role in every assignment of ``cases`` (None: none).
+    for i in candidates:
+        if cases & ~violations[i] == 0:
+            return i
+    return None
+
+
+def _certify(body: str, puzzle: KKPuzzle) -> tuple[int | None, str | None]:
+    """Check every claim of a DERIVATION and return ``(remaining, None)`` or ``(None, reason)``.
+
+    ``remaining`` is the bitmask of full assignments no claim rules out. Claims are read in order
+    against the assignments still open ("open" = not ruled out by an earlier claim):
+
+    * ``inconsistent``: one statement (a cited one, when the claim cites) contradicts its speaker's
+      role in every open completion of the partial assignment; rules those completions out.
+    * ``consistent``: a full assignment under which every statement matches its speaker's role.
+    * ``role``: no open assignment gives the person the other role, or one statement (a cited one,
+      when cited) contradicts its speaker in every open assignment that does; rules those out.
+
+    A true claim never rules out a consistent assignment, so when every claim holds, ``remaining``
+    still contains every solution of the puzzle.
+    """
+    n = puzzle.n_people
+    full = (1 << (1 << n)) - 1
+    violations = _violations(puzzle)
+    open_ = full
+    seen: set[tuple] = set()
+    n_claims = 0
+    for line in body.splitlines():
+        claim, why = _parse_claim(line, puzzle)
+        if why:
+            return None, why
+        if claim is None:
+            continue
+        n_claims += 1
+        if n_claims > MAX_CLAIMS:
+            return None, f"more than {MAX_CLAIMS} claims"
+        text = line.strip()[:80]
+        if claim.key in seen:
+            return None, f"claim repeated: {text!r}"
+        seen.add(claim.key)
+        candidates = claim.cites or range(n)
+        if claim.kind == "consistent":
+            if len(claim.roles) != n:
+                missing = sorted(set(range(n)) - {i for i, _ in claim.roles})
+                return None, (
+                    f"{text!r}: a consistent assignment must give every role (missing "
+                    f"{', '.join(puzzle.names[i] for i in missing)})"
+                )
+            index = _index_of(tuple(dict(claim.roles)[i] for i in range(n)))
+            bad = [puzzle.names[i] for i in range(n) if (violations[i] >> index) & 1]
+            if bad:
+                return (
+                    None,
+                    f"false claim {text!r}: {', '.join(bad)}'s statement contradicts the speaker's role",
+                )
+            continue
+        if claim.kind == "inconsistent":
+            region = _region(claim.roles, n)
+            cases = open_ & region
+            if _refuter(cases, candidates, violations) is None:
+                consistent = cases & ~functools.reduce(operator.or_, violations, 0)
+                if consistent:
+                    first = _assignment_of((consistent & -consistent).bit_length() - 1, n)
+                    why = f"{_describe(first, puzzle)} extends it and is consistent"
+                elif claim.cites:
+                    cited = " or ".join(puzzle.names[i] for i in claim.cites)
+                    why = f"{cited}'s statement is not contradicted in every open completion"
+                else:
+                    why = (
+                        "no single statement is contradicted in every open completion; split the case further"
+                    )
+                return None, f"false claim {text!r}: {why}"
+            open_ &= ~region
+            continue
+        ((person, role),) = claim.roles
+        region = _region(((person, role),), n)
+        other = open_ & ~region
+        if other and _refuter(other, candidates, violations) is None:
+            reason = f"an open assignment makes {puzzle.names[person]} {_article(puzzle.role_word(not role, True))}"
+            if claim.cites:
+                cited = " or ".join(puzzle.names[i] for i in claim.cites)
+                reason += f" without contradicting {cited}'s statement"
+            else:
+                reason += " and no single statement rules all such assignments out"
+            return None, f"unsupported claim {text!r}: {reason}"
+        open_ &= region
+    if n_claims == 0:
+        return None, (
+            "no claims (prose alone certifies nothing); write lines like "
+            "'assignment {Name: knight, ...} is inconsistent' or 'Name is a knight'"
+        )
+    return open_, None
+
+
+# ---------------------------------------------------------------------------------------------------
 # The checker
 # ---------------------------------------------------------------------------------------------------
 
@@ -960,8 +1293,11 @@ class KKCheck:
         statements: Every person's claim is restated, and each restatement is equivalent to the
             metadata statement over all ``2^n`` assignments.
         strategy: STRATEGY names a method that decides the puzzle (truth table, case analysis, ...).
-        derivation: DERIVATION is present, mentions the puzzle's people, and every role reference
-            (``Name=role``, ``role(Name)``) names a person of the puzzle with a valid role word.
+        derivation: DERIVATION is a certificate of the answer (module docstring, "Derivation
+            claims"): it has at least one claim, every claim is true by truth table on the puzzle's
+            statements, no claim repeats, every name and role reference (also ``Name=role`` and
+            ``role(Name)`` in prose) belongs to the puzzle, and the claims leave exactly one
+            assignment open, the ASSIGNMENT (or, without a usable ASSIGNMENT, the ``<answer>``'s).
         consistent: ASSIGNMENT makes each person a knight iff their *restated* claim is true.
         solution: ASSIGNMENT equals the puzzle's solution.
         answer: ``<answer>`` states exactly ASSIGNMENT in reasoning-gym's format (graded by its
@@ -1009,13 +1345,18 @@ def _describe(assignment: Assignment, puzzle: KKPuzzle) -> str:
     return ", ".join(f"{n}={puzzle.role_word(r, generic=True)}" for n, r in zip(puzzle.names, assignment))
 
 
-def _check_derivation(body: str, puzzle: KKPuzzle) -> str | None:
-    if not any(line.strip(" \t-*•") for line in body.splitlines()):
-        return "no derivation steps"
+def _check_derivation(
+    body: str, puzzle: KKPuzzle, assignment: Assignment | None, answer: str | None
+) -> str | None:
+    """Why the DERIVATION is not a certificate of the trace's answer (``None`` when it is).
+
+    Passes when (a) there is at least one claim, (b) every claim is true (see :func:`_certify`),
+    (c) the claims leave exactly one assignment open, and it is the ASSIGNMENT (or, without a usable
+    ASSIGNMENT, the ``<answer>``). Role references in prose (``Name=role``, ``role(Name)``) must
+    name the puzzle's people and roles too.
+    """
     # One tokenizing pass; role references are found by looking around each role word.
     tokens = [t.casefold() for t in _DERIVATION_TOKEN_RE.findall(body)]
-    if not any(t in puzzle._lookup for t in tokens):
-        return "mentions none of the puzzle's people"
     for k, token in enumerate(tokens):
         if token not in _ROLE_SET:
             continue
@@ -1029,6 +1370,24 @@ def _check_derivation(body: str, puzzle: KKPuzzle) -> str | None:
                 return f"refers to {name[:30]!r}, who is not in this puzzle"
             if token not in puzzle._roles:
                 return f"uses role {token!r}, which is not knight/knave or {puzzle.knight}/{puzzle.knave}"
+    remaining, why = _certify(body, puzzle)
+    if why:
+        return why
+    n = puzzle.n_people
+    if remaining.bit_count() != 1:
+        others = remaining & ~(1 << _index_of(assignment)) if assignment is not None else remaining
+        example = _assignment_of((others & -others).bit_length() - 1, n) if others else None
+        return (
+            f"incomplete certificate: the claims leave {remaining.bit_count()} assignments open"
+            + (f", e.g. {_describe(example, puzzle)}" if example else "")
+            + "; rule out every assignment but the answer"
+        )
+    concluded = _assignment_of(remaining.bit_length() - 1, n)
+    if assignment is not None:
+        if assignment != concluded:
+            return f"the claims single out {_describe(concluded, puzzle)}, not the ASSIGNMENT"
+    elif kk_score_answer(answer, puzzle, concluded) != 1.0:
+        return f"the claims single out {_describe(concluded, puzzle)}, which no ASSIGNMENT or <answer> states"
     return None
 
 
@@ -1088,20 +1447,20 @@ def check_kk_trace(text: Any, metadata: Any, *, max_chars: int = MAX_TRACE_CHARS
     if why:
         result.reasons.append(f"strategy: {why}")
 
-    # 3. derivation
-    body, why = _slot(trace, "DERIVATION")
-    if body is not None:
-        why = _check_derivation(body, puzzle)
-    result.derivation = why is None
-    if why:
-        result.reasons.append(f"derivation: {why}")
-
-    # 4-6 hinge on the assignment.
+    # 3. derivation: a certificate that singles out the trace's answer (needs the ASSIGNMENT).
     body, why = _slot(trace, "ASSIGNMENT")
     assignment = None
     if body is not None:
         assignment, why = parse_kk_assignment(body, puzzle)
     result.assignment = assignment
+    derivation, derivation_why = _slot(trace, "DERIVATION")
+    if derivation is not None:
+        derivation_why = _check_derivation(derivation, puzzle, assignment, trace.answer)
+    result.derivation = derivation_why is None
+    if derivation_why:
+        result.reasons.append(f"derivation: {derivation_why}")
+
+    # 4-6 hinge on the assignment.
     if assignment is None:
         for name in ("consistent", "solution", "answer"):
             result.reasons.append(f"{name}: no usable ASSIGNMENT ({why})")
@@ -1168,20 +1527,24 @@ _SEARCH_STRATEGIES = (
     "proof by contradiction: suppose a role for each person in turn and backtrack on contradictions",
     "case analysis with backtracking over the possible assignments",
 )
+_PROPAGATION_STRATEGIES = (
+    "proof by contradiction: fix one person's role at a time, ruling out the other role with one statement",
+    "case analysis: for each person, show the opposite role contradicts some statement",
+)
 _ROW_PREFIXES = ("- ", "- Row {k}: ", "- Case {k}: ", "- Step {k}: ")
 _FAIL_KNIGHT = (
     "{name} would be {a_knight} but {name}'s claim is false, contradiction",
-    "{name}'s statement is false, yet {a_knight} always tells the truth: inconsistent",
+    "{name}'s statement is false, yet {a_knight} always tells the truth: contradiction",
     "fails, {name} is {a_knight} whose claim evaluates to false",
 )
 _FAIL_KNAVE = (
     "{name} would be {a_knave} but {name}'s claim is true, contradiction",
-    "{name}'s statement is true, yet {a_knave} always lies: inconsistent",
+    "{name}'s statement is true, yet {a_knave} always lies: contradiction",
     "fails, {name} is {a_knave} whose claim evaluates to true",
 )
 _PASS = (
-    "every claim matches its speaker's role, consistent",
-    "all true claims come from {knight}s and all false ones from {knave}s: consistent",
+    "every claim matches its speaker's role",
+    "all true claims come from {knight}s and all false ones from {knave}s",
     "nothing clashes, this assignment works",
 )
 _CONCLUDE = (
@@ -1189,6 +1552,17 @@ _CONCLUDE = (
     "- Only {assign} survives, so that is the solution.",
     "- Every other case fails, hence {assign}.",
 )
+# Claim spellings the gold traces vary over (all inside the grammar of the module docstring).
+_CITE_FORMS = (
+    ": {name}'s statement",
+    ", by {name}'s statement",
+    " ({name}'s statement)",
+    " (contradicts {name}'s statement)",
+    ": violates {name}'s claim",
+    ", by the statement of {name}",
+    "",
+)
+_LEADS = ("so ", "hence ", "thus ", "therefore ", "")
 
 
 def _rewrite(node: Statement, rng: random.Random) -> Statement:
@@ -1210,11 +1584,46 @@ def _verdict(puzzle: KKPuzzle, rng: random.Random, words: dict[str, str], bad: i
     return template.format(name=puzzle.names[bad], **words)
 
 
-def _table_derivation(puzzle: KKPuzzle, rng: random.Random, words: dict[str, str], label) -> list[str]:
-    """One line per assignment (optionally grouped by the first person's role): 2^n + 2 lines at most."""
+class _ClaimWriter:
+    """Renders derivation claims with one trace's choice of spellings (separator, citations, lead words)."""
+
+    def __init__(self, puzzle: KKPuzzle, rng: random.Random, words: dict[str, str]):
+        self.puzzle, self.rng, self.words = puzzle, rng, words
+        self.sep = rng.choice((": ", "="))
+        self.cites = rng.sample(_CITE_FORMS, 3)
+
+    def lead(self) -> str:
+        return self.rng.choice(_LEADS)
+
+    def assignment(self, pairs: Sequence[tuple[int, bool]], refuter: int | None) -> str:
+        """``assignment {...} is consistent`` (refuter None) or ``... is inconsistent`` naming the refuter."""
+        roles = ", ".join(
+            f"{self.puzzle.names[i]}{self.sep}{self.words['knight' if r else 'knave']}" for i, r in pairs
+        )
+        if refuter is None:
+            return f"assignment {{{roles}}} is consistent"
+        return f"assignment {{{roles}}} is inconsistent" + self.cite(refuter)
+
+    def cite(self, refuter: int | None) -> str:
+        if refuter is None:
+            return ""
+        return self.rng.choice(self.cites).format(name=self.puzzle.names[refuter])
+
+    def role(self, person: int, knight: bool, refuter: int | None = None) -> str:
+        word = self.words["a_knight" if knight else "a_knave"]
+        return f"{self.puzzle.names[person]} is {word}" + self.cite(refuter)
+
+
+def _table_derivation(
+    puzzle: KKPuzzle, rng: random.Random, words: dict[str, str], label, write: _ClaimWriter
+) -> list[str]:
+    """One claim per assignment (inconsistent, naming a contradicted statement, or consistent),
+    optionally each after a prose line with every claim's truth value, optionally grouped by the
+    first person's role: at most 2^(n+1) + 2 lines."""
     n = puzzle.n_people
     prefix = rng.choice(_ROW_PREFIXES)
     case_split = rng.random() < 0.4 and n >= 2
+    prose = rng.random() < 0.6
     rows = list(itertools.product([True, False], repeat=n))
     lines = []
     for k, assignment in enumerate(rows, start=1):
@@ -1222,20 +1631,28 @@ def _table_derivation(puzzle: KKPuzzle, rng: random.Random, words: dict[str, str
             lines.append(f"- Suppose {puzzle.names[0]}={words['knight' if assignment[0] else 'knave']}:")
         values = [_evaluate(s, assignment) for s in puzzle.statements]
         bad = [i for i in range(n) if values[i] != assignment[i]]
+        claim = write.assignment(list(enumerate(assignment)), bad[0] if bad else None)
+        indent = "  " if case_split else ""
+        if not prose:
+            lines.append(f"{indent}{prefix.format(k=k)}{claim}")
+            continue
         if bad:
             verdict = _verdict(puzzle, rng, words, bad[0], assignment[bad[0]])
         else:
             verdict = rng.choice(_PASS).format(**words)
         claims = ", ".join(f"{puzzle.names[i]}'s claim {'true' if values[i] else 'false'}" for i in range(n))
-        indent = "  " if case_split else ""
         lines.append(f"{indent}{prefix.format(k=k)}{label(assignment)}: {claims}; {verdict}")
+        lines.append(f"{indent}  {write.lead()}{claim}")
     return lines
 
 
-def _search_derivation(puzzle: KKPuzzle, rng: random.Random, words: dict[str, str]) -> list[str]:
+def _search_derivation(
+    puzzle: KKPuzzle, rng: random.Random, words: dict[str, str], write: _ClaimWriter
+) -> list[str]:
     """Backtracking case analysis: assign people in order; check a claim as soon as its speaker has a
-    role and its truth value no longer depends on anyone unassigned; drop a branch at the first
-    contradiction.
+    role and its truth value no longer depends on anyone unassigned; at the first contradiction,
+    claim the partial assignment inconsistent (naming that statement) and drop the branch; claim
+    each surviving leaf consistent.
 
     "Determined" is read off the truth-table bitmasks: restricted to the assignments that extend the
     partial one, the claim's table is all ones or all zeros. Complexity: O(nodes · n · 2^n / wordsize)
@@ -1245,13 +1662,14 @@ def _search_derivation(puzzle: KKPuzzle, rng: random.Random, words: dict[str, st
     full = (1 << (1 << n)) - 1
     knights = _knight_masks(n)
     partial = [False] * n
+    prose = n <= 4 and rng.random() < 0.5
     lines: list[str] = []
 
     def visit(k: int, region: int, pending: list[int]) -> None:
         for role in (True, False):
             partial[k] = role
             sub = region & (knights[k] if role else full & ~knights[k])
-            # Indentation carries the branch, so a line names only the person it adds.
+            # Indentation carries the branch; prose names only the person it adds, claims everyone fixed.
             given = f"{puzzle.names[k]}={words['knight' if role else 'knave']}"
             indent = "  " * k
             checked, left, bad = [], [], None
@@ -1265,12 +1683,19 @@ def _search_derivation(puzzle: KKPuzzle, rng: random.Random, words: dict[str, st
                 if value != partial[i]:
                     bad = i
                     break
-            if bad is not None:
-                verdict = _verdict(puzzle, rng, words, bad, partial[bad])
-                lines.append(f"{indent}- {given}: {'; '.join(checked)}; {verdict}")
-            elif k == n - 1:
-                found = "; ".join(checked) or "nothing new to check"
-                lines.append(f"{indent}- {given}: {found}; " + rng.choice(_PASS).format(**words))
+            pairs = [(j, partial[j]) for j in range(k + 1)]
+            if bad is not None or k == n - 1:
+                claim = write.assignment(pairs, bad)
+                if not prose:
+                    lines.append(f"{indent}- {claim}")
+                    continue
+                if bad is not None:
+                    verdict = _verdict(puzzle, rng, words, bad, partial[bad])
+                    lines.append(f"{indent}- {given}: {'; '.join(checked)}; {verdict}")
+                else:
+                    found = "; ".join(checked) or "nothing new to check"
+                    lines.append(f"{indent}- {given}: {found}; " + rng.choice(_PASS).format(**words))
+                lines.append(f"{indent}  {write.lead()}{claim}")
             else:
                 found = "; ".join(checked) + ", as required" if checked else "no claim is settled yet"
                 lines.append(f"{indent}- Suppose {given}: {found}")
@@ -1280,22 +1705,72 @@ def _search_derivation(puzzle: KKPuzzle, rng: random.Random, words: dict[str, st
     return lines
 
 
+def _propagation_derivation(
+    puzzle: KKPuzzle, rng: random.Random, words: dict[str, str], write: _ClaimWriter
+) -> list[str] | None:
+    """Fix one person's role per step: a role whose opposite is contradicted, in every assignment still
+    open, by one statement (named), or that every open assignment already gives. ``None`` when the
+    puzzle needs a case split (no single statement rules out either role of anyone left).
+    Complexity: O(n^3 · 2^n / wordsize).
+    """
+    n = puzzle.n_people
+    full = (1 << (1 << n)) - 1
+    knights = _knight_masks(n)
+    violations = _violations(puzzle)
+    open_, fixed, lines = full, set(), []
+    while len(fixed) < n:
+        step = None
+        for person in (p for p in range(n) if p not in fixed):
+            for role in (True, False):
+                other = open_ & (full & ~knights[person] if role else knights[person])
+                refuter = _refuter(other, range(n), violations) if other else None
+                if not other or refuter is not None:
+                    step = (person, role, refuter)
+                    break
+            if step:
+                break
+        if step is None:
+            return None
+        person, role, refuter = step
+        if refuter is None:
+            lines.append(f"- so {write.role(person, role)}")
+        elif rng.random() < 0.5:
+            opposite = words["a_knave" if role else "a_knight"]
+            lines.append(
+                f"- If {puzzle.names[person]} were {opposite}, {puzzle.names[refuter]}'s claim would "
+                f"contradict {puzzle.names[refuter]}'s role in every case still open."
+            )
+            lines.append(f"- {write.assignment([(person, not role)], refuter)}")
+            lines.append(f"- {write.lead()}{write.role(person, role)}")
+        else:
+            lines.append(f"- {write.role(person, role, refuter)}")
+        open_ &= knights[person] if role else full & ~knights[person]
+        fixed.add(person)
+    return lines
+
+
 def gold_kk_trace(metadata: Any, rng: random.Random | int | None = None) -> str:
     """Render a correct trace for a puzzle, with varied wording, that passes :func:`check_kk_trace`.
 
     The restatements are equivalent rewrites of the metadata statements (operator spelling, role
-    words and atom forms vary). The derivation is computed symbolically: for up to 3 people either
-    the full truth table (one line per assignment) or a backtracking case analysis (assign people in
-    order, check each claim as soon as everyone it mentions has a role, drop a branch at the first
-    contradiction), for more people always the latter, so traces stay short. Every derivation has at
-    least 3 lines (both roles of the first person, and a conclusion).
+    words and atom forms vary). The derivation is a certificate in the claim grammar of the module
+    docstring, computed symbolically, in one of three styles: for up to 3 people the full truth
+    table (one claim per assignment); a backtracking case analysis (assign people in order, check
+    each statement as soon as everyone it mentions has a role, claim a branch inconsistent at the
+    first contradiction, naming it); or, when one statement at a time settles each person's role,
+    a chain of role claims. For more than 3 people never the table, so traces stay short. Prose lines
+    (truth values, "Suppose ..." branch headers, a concluding sentence) come between the claims.
 
     Args:
-        metadata: Puzzle metadata.
+        metadata: Puzzle metadata; the puzzle must have exactly one consistent assignment.
         rng: A ``random.Random`` (or an int seed) choosing the wording; the same seed gives the same trace.
 
     Returns:
         The completion text: ``<think>`` with the four slots, then ``<answer>`` in reasoning-gym's format.
+
+    Raises:
+        ValueError: The puzzle has several consistent assignments (no certificate can single one
+            out), or the trace would exceed the checker's caps.
 
     Example:
         >>> meta = {"names": ["Ava", "Noah"], "statements": [["and", ["lying", 0], ["lying", 1]],
@@ -1304,6 +1779,11 @@ def gold_kk_trace(metadata: Any, rng: random.Random | int | None = None) -> str:
         <answer>Ava is a knave, and Noah is a knight.</answer>
     """
     puzzle = _puzzle(metadata)
+    if puzzle.n_solutions != 1:
+        raise ValueError(
+            f"the puzzle has {puzzle.n_solutions} consistent assignments; a derivation can only certify a "
+            "unique solution, so there is no gold trace"
+        )
     if not isinstance(rng, random.Random):
         rng = random.Random(rng if rng is not None else 0)
     n = puzzle.n_people
@@ -1316,6 +1796,7 @@ def gold_kk_trace(metadata: Any, rng: random.Random | int | None = None) -> str:
     }
     words["a_knight"] = _article(words["knight"]) if generic_assign else puzzle.a_knight
     words["a_knave"] = _article(words["knave"]) if generic_assign else puzzle.a_knave
+    write = _ClaimWriter(puzzle, rng, words)
 
     def label(assignment: Assignment) -> str:
         return ", ".join(
@@ -1335,14 +1816,22 @@ def gold_kk_trace(metadata: Any, rng: random.Random | int | None = None) -> str:
     strategy_at = len(lines)
     lines.extend(["STRATEGY:", "DERIVATION:"])
 
-    # Full truth table for small puzzles; pruned case analysis otherwise (2^n rows get long).
-    if n <= 3 and rng.random() < 0.6:
+    # Full truth table for small puzzles; role chains or pruned case analysis otherwise.
+    table = n <= 3 and rng.random() < 0.6
+    chain = None if table else _propagation_derivation(puzzle, rng, words, write)
+    if table:
         lines[strategy_at] = "STRATEGY: " + rng.choice(_TABLE_STRATEGIES).format(rows=1 << n)
-        lines.extend(_table_derivation(puzzle, rng, words, label))
+        lines.extend(_table_derivation(puzzle, rng, words, label, write))
+    elif chain is not None and rng.random() < 0.6:
+        lines[strategy_at] = "STRATEGY: " + rng.choice(_PROPAGATION_STRATEGIES)
+        lines.extend(chain)
     else:
+        chain = None
         lines[strategy_at] = "STRATEGY: " + rng.choice(_SEARCH_STRATEGIES)
-        lines.extend(_search_derivation(puzzle, rng, words))
+        lines.extend(_search_derivation(puzzle, rng, words, write))
     lines.append(rng.choice(_CONCLUDE).format(assign=label(puzzle.solution)))
+    if chain is None and rng.random() < 0.5:  # all else is ruled out, so each role follows
+        lines.extend(f"- {write.lead()}{write.role(i, r)}" for i, r in enumerate(puzzle.solution))
     separator = rng.choice((", ", "; "))
     lines.append("ASSIGNMENT: " + label(puzzle.solution).replace(", ", separator))
     lines.append("</think>")
@@ -1372,13 +1861,13 @@ _EXAMPLE_METADATA = {
 def kk_prompt_instructions() -> str:
     """The instructions that teach a model the Knights & Knaves trace format, with a worked example.
 
-    The example is rendered by :func:`gold_kk_trace` from a fixed puzzle and seed, so it always
-    passes the checker.
+    They teach the derivation's claim grammar (module docstring). The example is rendered by
+    :func:`gold_kk_trace` from a fixed puzzle and seed, so it always passes the checker.
 
     Returns:
         Text to append to the puzzle prompt.
     """
-    example = gold_kk_trace(_EXAMPLE_METADATA, random.Random(3))
+    example = gold_kk_trace(_EXAMPLE_METADATA, random.Random(5))
     return (
         "Reason inside <think> ... </think> using exactly these four slots, then give the final answer "
         "inside <answer> ... </answer>.\n"
@@ -1386,8 +1875,19 @@ def kk_prompt_instructions() -> str:
         "knight(Name) and knave(Name) (or the puzzle's own words, e.g. hero(Name) and villain(Name)), "
         "not, and, or, -> (if ... then), <-> (if and only if) and parentheses.\n"
         "STRATEGY: the method, e.g. 'truth table over all assignments' or 'case analysis'.\n"
-        "DERIVATION: one line per step, e.g. one line per assignment saying which claim is true or false "
-        "and whether that contradicts the speaker's role.\n"
+        "DERIVATION: one step per line. Lines in these three forms are claims, and each is checked; "
+        "other lines are free comments:\n"
+        "  assignment {Ava: knight, Noah: knave} is inconsistent: Noah's statement\n"
+        "    - one person's statement contradicts that person's role in every case with these roles "
+        "(you may list only some people, e.g. 'assignment {Ava: knave} is inconsistent'; naming the "
+        "statement is optional)\n"
+        "  assignment {Ava: knight, Noah: knight} is consistent\n"
+        "    - every person listed, and every statement matches its speaker's role\n"
+        "  so Ava is a knight\n"
+        "    - follows from the earlier claims, or one statement rules out the other role "
+        "(name it: 'Ava is a knight (by Noah's statement)')\n"
+        "Together the claims must rule out every assignment except your answer. Write each claim "
+        "once, and only about the people in the puzzle.\n"
         "ASSIGNMENT: every person's role, e.g. 'Ava=knight, Noah=knave'.\n"
         "Answer in the format the puzzle asks for, with the puzzle's own words for the roles.\n\n"
         'Example (a puzzle where Ava says "Noah is a knight" and Noah says "if Ava is a knight then '

@@ -572,12 +572,74 @@ class QueryKind:
         self.check_query(graph, query, cpts)
         return self.enumerate(graph, query, limit, max_checks, cpts)
 
+    def strategy_problem(self, text: Any) -> str | None:
+        """Why ``text`` is not a STRATEGY for this kind, or ``None`` when it names exactly one method that decides it.
+
+        The method names of :data:`METHOD_GROUPS` are found in ``text`` (ignoring case, spaces and
+        punctuation, longest name first). It passes when it names at least one, every name found is
+        one of :attr:`strategies`, and all of them belong to one method group ("cycle detection
+        (DFS)" is one method; "backdoor criterion, d-separation" is two).
+
+        Example:
+            >>> QUERY_KINDS["backdoor_set"].strategy_problem("backdoor criterion") is None
+            True
+            >>> QUERY_KINDS["backdoor_set"].strategy_problem("backdoor criterion or d-separation")
+            "names more than one method: ['backdoor criterion', 'd-separation']"
+        """
+        found = named_methods(text)
+        if not found:
+            return "names no known method"
+        accepted = {_norm(s) for s in self.strategies}
+        foreign = [name for name in found if _norm(name) not in accepted]
+        if foreign:
+            if len(found) > len(foreign):
+                return f"names more than one method: {found[:4]}"
+            return f"names {foreign[0]!r}, which does not decide {self.name}"
+        if not any(all(_norm(name) in group for name in found) for group in _GROUP_SETS):
+            return f"names more than one method: {found[:4]}"
+        return None
+
     def matches_strategy(self, text: Any) -> bool:
-        """Whether ``text`` names one of :attr:`strategies`, ignoring case, spaces and punctuation."""
-        if not isinstance(text, str) or not text.strip():
-            return False
-        t = _norm(text[:MAX_ANSWER_CHARS])
-        return any(_norm(s) in t for s in self.strategies)
+        """Whether ``text`` names exactly one method that decides this kind (:meth:`strategy_problem`)."""
+        return self.strategy_problem(text) is None
+
+
+#: Method names a STRATEGY may use, grouped by method: names in one group are one method.
+METHOD_GROUPS: dict[str, tuple[str, ...]] = {
+    "backdoor criterion": ("backdoor criterion", "back-door criterion", "backdoor adjustment",
+                           "back-door adjustment", "adjustment criterion", "adjustment set"),
+    "adjustment formula": ("adjustment formula", "g-formula",
+                           "truncated factorization", "truncated factorisation"),
+    "frontdoor criterion": ("frontdoor criterion", "front-door criterion", "frontdoor adjustment",
+                            "front-door adjustment"),
+    "separation": ("d-separation", "m-separation", "Bayes ball", "moral graph", "moralization",
+                   "moralisation", "global Markov property", "latent projection", "canonical DAG"),
+    "graph search": ("directed path", "reachability", "DFS", "BFS", "depth-first search",
+                     "breadth-first search", "mediation", "mediator"),
+    "cycle detection": ("cycle detection", "topological sort", "Kahn", "back edge", "DFS",
+                        "depth-first search"),
+    "other methods": ("do-calculus", "instrumental variable", "propensity score", "regression",
+                      "inverse probability weighting", "matching", "randomization", "simulation"),
+}  # fmt: skip
+_GROUP_SETS = [frozenset(_norm(n) for n in names) for names in METHOD_GROUPS.values()]
+_METHOD_NAMES: dict[str, str] = {}
+for _names in METHOD_GROUPS.values():
+    for _name in _names:
+        _METHOD_NAMES.setdefault(_norm(_name), _name)
+_METHOD_RE = re.compile("|".join(sorted(map(re.escape, _METHOD_NAMES), key=len, reverse=True)))
+
+
+def named_methods(text: Any) -> list[str]:
+    """The distinct method names of :data:`METHOD_GROUPS` in ``text``, in order of appearance.
+
+    Example:
+        >>> named_methods("Cycle detection (DFS), then DFS again")
+        ['cycle detection', 'DFS']
+    """
+    if not isinstance(text, str):
+        return []
+    found = [_METHOD_NAMES[m.group(0)] for m in _METHOD_RE.finditer(_norm(text[:MAX_ANSWER_CHARS]))]
+    return list(dict.fromkeys(found))
 
 
 _PARSERS: dict[str, Callable[[Any], Any]] = {
@@ -604,6 +666,7 @@ _SEP_STRATEGIES = (
     "Bayes ball",
     "moral graph",
     "moralization",
+    "moralisation",
     "global Markov property",
 )
 
@@ -615,7 +678,14 @@ QUERY_KINDS: dict[str, QueryKind] = {
             ("treatment", "outcome"),
             _ACYCLIC,
             "set",
-            ("backdoor criterion", "backdoor adjustment", "adjustment criterion", "adjustment set"),
+            (
+                "backdoor criterion",
+                "back-door criterion",
+                "backdoor adjustment",
+                "back-door adjustment",
+                "adjustment criterion",
+                "adjustment set",
+            ),
             "a set Z satisfying the backdoor criterion for the effect of treatment on outcome",
             _check_backdoor,
             _valid_backdoor,
@@ -628,7 +698,7 @@ QUERY_KINDS: dict[str, QueryKind] = {
             ("treatment", "outcome"),
             _ACYCLIC,
             "set",
-            ("frontdoor criterion", "frontdoor adjustment"),
+            ("frontdoor criterion", "front-door criterion", "frontdoor adjustment", "front-door adjustment"),
             "a set Z satisfying Pearl's front-door criterion for treatment and outcome",
             _check_pair,
             _valid_frontdoor,
@@ -663,15 +733,7 @@ QUERY_KINDS: dict[str, QueryKind] = {
             ("treatment", "outcome"),
             ("DAG", "ADMG", "DG"),
             "yes_no",
-            (
-                "directed path",
-                "reachability",
-                "DFS",
-                "BFS",
-                "depth-first search",
-                "breadth-first search",
-                "descendant",
-            ),
+            ("directed path", "reachability", "DFS", "BFS", "depth-first search", "breadth-first search"),
             "whether intervening on treatment can affect outcome (a directed path exists)",
             _check_pair,
             _dp_valid,
@@ -682,7 +744,15 @@ QUERY_KINDS: dict[str, QueryKind] = {
             ("treatment", "outcome"),
             _ACYCLIC,
             "node",
-            ("directed path", "mediation", "mediator", "DFS", "BFS", "descendant", "ancestor"),
+            (
+                "directed path",
+                "mediation",
+                "mediator",
+                "DFS",
+                "BFS",
+                "depth-first search",
+                "breadth-first search",
+            ),
             "a node on a directed path from treatment to outcome",
             _check_pair,
             _valid_mediator,
@@ -721,8 +791,10 @@ QUERY_KINDS: dict[str, QueryKind] = {
                 "adjustment formula",
                 "backdoor adjustment",
                 "backdoor criterion",
+                "back-door criterion",
                 "g-formula",
                 "truncated factorization",
+                "truncated factorisation",
             ),
             "whether the average treatment effect of treatment on outcome exceeds the threshold",
             _check_ate,

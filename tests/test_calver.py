@@ -22,7 +22,6 @@ from faithgrpo.rewards.calver import (
     CalverScore,
     calver_reward,
     make_calver_reward,
-    node_mentions,
     prepare_problem,
     score_trace,
     strip_answer_fields,
@@ -67,19 +66,32 @@ def backdoor_problem(variant=None, **extra):
     return p
 
 
+# The certificate for {U}: U is no descendant of X (De(X) = {M, Y}) and the one backdoor path
+# X <- U -> Y has the non-collider U, so {U} blocks it. {U, W} adds W (no descendant either).
+BACKDOOR_CERTIFICATE = ["U is not a descendant of X", "backdoor path X <- U -> Y is blocked given {U}"]
+CERTIFICATES = {
+    "{U}": BACKDOOR_CERTIFICATE,
+    "{U, W}": ["descendants of X = {M, Y}", "backdoor path X <- U -> Y is blocked given {U, W}"],
+}
+CERTIFICATES["{W, U}"] = CERTIFICATES["{U, W}"]
+# minimal: without U the path is open; maximal: everything but X, Y and De(X)
+MINIMAL_CERTIFICATE = [*BACKDOOR_CERTIFICATE, "backdoor path X <- U -> Y is open given {}"]
+MAXIMAL_CERTIFICATE = CERTIFICATES["{U, W}"]
+
+
 def backdoor_trace(result="{U}", answer=None, *, graph=BACKDOOR_GRAPH, query=None, strategy=None,
                    derivation=None, variant=None):  # fmt: skip
     if query is None:
         query = "backdoor_set(treatment=X, outcome=Y" + (f", variant={variant})" if variant else ")")
+    if derivation is None:
+        derivation = {"minimal": MINIMAL_CERTIFICATE, "maximal": MAXIMAL_CERTIFICATE}.get(
+            variant, CERTIFICATES.get(result, BACKDOOR_CERTIFICATE)
+        )
     return trace(
         graph,
         query,
         strategy or "backdoor criterion",
-        derivation
-        or [
-            "backdoor path X <- U -> Y is open; conditioning on U blocks it",
-            "M is a descendant of X, so it is excluded",
-        ],
+        derivation,
         result,
         result if answer is None else answer,
     )
@@ -109,9 +121,19 @@ def ate_problem(threshold=0.2, margin=0.05):
     return p
 
 
+# Strata of U: P(U=u) = 0.5; P(Y=1 | X=1, U=0) = 0.4, P(Y=1 | X=0, U=0) = 0.1, P(Y=1 | X=1, U=1) = 0.9,
+# P(Y=1 | X=0, U=1) = 0.5 (the CPT of Y, read directly: X and U are Y's parents).
 ATE_DERIVATION = [
-    "U -> X and U -> Y, so the backdoor path X <- U -> Y is blocked by adjusting for {U}",
-    "ψ = Σ_u [P(Y=1 | X=1, U=u) − P(Y=1 | X=0, U=u)] P(U=u) = 0.5·0.3 + 0.5·0.4 = 0.35 > 0.2",
+    "U -> X and U -> Y: the backdoor path needs U",
+    "U is not a descendant of X",
+    "backdoor path X <- U -> Y is blocked given {U}",
+    "P(U=0) = 0.5",
+    "P(U=1) = 0.5",
+    "P(Y=1 | X=1, U=0) = 0.4",
+    "P(Y=1 | X=0, U=0) = 0.1",
+    "P(Y=1 | X=1, U=1) = 0.9",
+    "P(Y=1 | X=0, U=1) = 0.5",
+    "ψ = 0.5·0.3 + 0.5·0.4 = 0.35",
 ]
 
 # One hand-checked (problem, full-marks trace) per query kind and variant.
@@ -136,7 +158,11 @@ GOLD = {
             "X -> M; M -> Y; X <-> Y",
             "frontdoor_set(treatment=X, outcome=Y)",
             "front-door criterion",
-            ["M intercepts X -> M -> Y", "M <- X <-> Y is blocked by X", "X -> M has no open backdoor"],
+            [
+                "directed path X -> M -> Y",
+                "backdoor path X <-> Y <- M is blocked given {}",
+                "backdoor path M <- X <-> Y is blocked given {X}",
+            ],  # fmt: skip
             "{M}",
             "{M}",
         ),
@@ -150,7 +176,7 @@ GOLD = {
             "A -> B; B -> C; A -> D; D -> C",
             "dsep_set(x=A, y=C)",
             "d-separation",
-            ["paths A -> B -> C and A -> D -> C", "B and D are chain nodes, conditioning blocks both"],
+            ["path A -> B -> C is blocked given {B, D}", "path A -> D -> C is blocked given {B, D}"],
             "{B, D}",
             "{'B', 'D'}",
         ),
@@ -169,7 +195,7 @@ GOLD = {
             "A -> B -> C; A -> D -> C",
             "ci_test(x=A, y=C, given={B, D})",
             "d-separation (Bayes ball)",
-            ["A -> B -> C is blocked at B", "A -> D -> C is blocked at D"],
+            ["path A -> B -> C is blocked given {B, D}", "path C <- D <- A is blocked given {B, D}"],
             "yes",
             "Yes.",
         ),
@@ -187,7 +213,7 @@ GOLD = {
             "A -> B; B -> C; D -> C",
             "directed_path(treatment=A, outcome=C)",
             "BFS over directed edges",
-            ["A -> B -> C is a directed path"],
+            ["directed path A -> B -> C"],
             "yes",
             "yes",
         ),
@@ -205,7 +231,7 @@ GOLD = {
             "A -> B; B -> C; D -> C",
             "directed_path(treatment=D, outcome=A)",
             "depth-first search",
-            ["D has the single child C, and C has no children, so A is unreachable"],
+            ["D has the single child C, and C has no children", "descendants of D = {C}"],
             "no",
             "No",
         ),
@@ -218,7 +244,7 @@ GOLD = {
             "X -> M; M -> Y; X -> Y",
             "mediator(treatment=X, outcome=Y)",
             "mediation analysis",
-            ["X -> M -> Y is a directed path through M"],
+            ["directed path X -> M -> Y"],
             "M",
             "M",
         ),
@@ -229,7 +255,7 @@ GOLD = {
             "A -> B; B -> C; C -> A; C -> D",
             "cycle()",
             "DFS, looking for a back edge",
-            ["DFS from A visits B then C", "C -> A is a back edge"],
+            ["DFS from A visits B then C", "cycle A -> B -> C -> A"],
             "A -> B -> C -> A",
             "B -> C -> A -> B",
         ),
@@ -243,7 +269,7 @@ GOLD = {
             "A -> B -> C; D -> C; A <-> D",
             "msep_set(x=A, y=C)",
             "m-separation",
-            ["A -> B -> C is blocked by B", "A <-> D -> C is blocked by D"],
+            ["path A -> B -> C is blocked given {B, D}", "path A <-> D -> C is blocked given {B, D}"],
             "{B, D}",
             "{B, D}",
         ),
@@ -283,11 +309,12 @@ def test_gold_trace_from_json_and_conversational(name):
     assert score_trace(conversational, json.dumps(prob)).total == 6
 
 
-def test_trace_without_think_tags_is_read():
+def test_trace_without_think_tags_fails_every_check():
     prob, _ = GOLD["mediator"]
     text = trace("X -> M; M -> Y; X -> Y", "mediator(treatment=X, outcome=Y)", "mediator",
-                 ["X -> M -> Y"], "M", "M", think=False)  # fmt: skip
-    assert score_trace(text, prob).total == 6
+                 ["directed path X -> M -> Y"], "M", "M", think=False)  # fmt: skip
+    s = score_trace(text, prob)
+    assert s.total == 0 and "<think>" in s.reasons["graph"]
 
 
 def test_valid_but_unlisted_answer_gets_full_marks():
@@ -299,10 +326,11 @@ def test_valid_but_unlisted_answer_gets_full_marks():
 
 def test_minimal_and_maximal_variants_reject_the_other_one():
     # {U, W} is valid but not minimal; {U} is valid but not maximal.
+    # ({U, W} with a minimality claim for U only: W is not shown needed; {U} has no maximality claim)
     s = score_trace(backdoor_trace("{U, W}", variant="minimal"), backdoor_problem("minimal"))
-    assert failed(s) == {"result", "answer"}
+    assert failed(s) == {"derivation", "result", "answer"}
     s = score_trace(backdoor_trace("{U}", variant="maximal"), backdoor_problem("maximal"))
-    assert failed(s) == {"result", "answer"}
+    assert failed(s) == {"derivation", "result", "answer"}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -326,12 +354,20 @@ def test_minimal_and_maximal_variants_reject_the_other_one():
         ({"derivation": ["adjusting for {U, V9} blocks it"]}, {"derivation"}),  # unknown set item
         ({"derivation": ["conditioning on X12 blocks it"]}, {"derivation"}),  # identifier-shaped
         ({"derivation": ["conditioning on the confounder blocks the path"]}, {"derivation"}),  # no node
-        ({"result": "{M}"}, {"result", "answer"}),  # invalid (M is a descendant); the answer repeats it
-        ({"result": "{U}", "answer": "{U, W}"}, {"answer"}),  # both valid, but they differ
-        ({"result": "{U}", "answer": "{M}"}, {"answer"}),  # answer differs and is invalid
-        ({"result": "{W}", "answer": "{U}"}, {"result", "answer"}),
-        ({"result": "U or W, I think", "answer": "{U}"}, {"result", "answer"}),  # unparsable RESULT
-        ({"answer": "not sure"}, {"answer"}),  # unparsable answer
+        # invalid (M is a descendant); the answer repeats it; the certificate is for {U}
+        ({"result": "{M}"}, {"derivation", "result", "answer"}),
+        # RESULT and answer differ: a certificate for RESULT certifies nothing about the answer
+        ({"result": "{U}", "answer": "{U, W}"}, {"derivation", "result", "answer"}),
+        ({"result": "{U}", "answer": "{M}"}, {"derivation", "result", "answer"}),
+        ({"result": "{W}", "answer": "{U}"}, {"derivation", "result", "answer"}),
+        ({"result": "U or W, I think", "answer": "{U}"}, {"derivation", "result", "answer"}),  # unparsable
+        ({"answer": "not sure"}, {"derivation", "result", "answer"}),  # unparsable answer
+        # false claims, or claims that do not certify {U}
+        ({"derivation": ["U is a descendant of X", *BACKDOOR_CERTIFICATE[1:]]}, {"derivation"}),
+        ({"derivation": ["backdoor path X <- U -> Y is open given {U}"]}, {"derivation"}),
+        ({"derivation": BACKDOOR_CERTIFICATE[1:]}, {"derivation"}),  # U not shown a non-descendant
+        ({"derivation": BACKDOOR_CERTIFICATE[:1]}, {"derivation"}),  # the path not shown blocked
+        ({"derivation": [*BACKDOOR_CERTIFICATE, "edge Y -> X"]}, {"derivation"}),  # one false extra
     ],
 )
 def test_corruption_fails_exactly_its_check(corruption, expected):
@@ -342,28 +378,15 @@ def test_corruption_fails_exactly_its_check(corruption, expected):
     assert s.total == 6 - len(expected)
 
 
-def test_derivation_prose_with_ordinary_words_passes():
+def test_derivation_prose_is_ignored_and_prose_alone_certifies_nothing():
     lines = [
         "A backdoor path starts with an arrow into X: X <- U -> Y.",
         "I condition on U; Z = {U} then blocks it, and P(Y | do(X)) = Σ_u P(Y | X, U=u) P(U=u).",
-        "The DAG has no other path, so the ATE is identified (Pearl, Def. 3.3.1).",
+        "The DAG has no other path, so the ATE is identified (Pearl, Def. 3.3.1), Q9 and V7 aside.",
     ]
-    assert score_trace(backdoor_trace(derivation=lines), backdoor_problem()).total == 6
-
-
-def test_node_mentions_rule():
-    # structural positions count whatever the spelling; free text only in the graph's scheme
-    assert node_mentions("path X <- U -> Y", "UXY") == ["X", "U", "Y"]
-    assert node_mentions("set {smoking, tar}", ["smoking", "tar"]) == ["smoking", "tar"]
-    assert node_mentions("A path exists, I think", "BCD") == []  # English 'A' and 'I'
-    assert node_mentions("Q is a parent", "BCD") == ["Q"]
-    assert node_mentions("Q is a parent", ["smoking"]) == []  # words graph: single letters are prose
-    assert node_mentions("X3 and X17 and x3", [f"X{i}" for i in range(10)]) == ["X3", "X17"]
-    assert node_mentions("Var3 then var3", ["Var1"]) == ["Var3"]
-    assert node_mentions("lung_damage rises", ["tar_deposits"]) == ["lung_damage"]
-    assert node_mentions("lung_damage rises", "XY") == []
-    assert node_mentions("P(Y) and E[Y] and do(X)", "XY") == ["Y", "Y", "X"]
-    assert node_mentions("Z = {U} and S := {V}", "UV") == ["U", "V"]
+    assert score_trace(backdoor_trace(derivation=lines + BACKDOOR_CERTIFICATE), backdoor_problem()).total == 6
+    s = score_trace(backdoor_trace(derivation=lines), backdoor_problem())
+    assert failed(s) == {"derivation"} and "no claim" in s.reasons["derivation"]
 
 
 def test_query_restated_with_sets_and_numbers():
@@ -381,20 +404,21 @@ def test_query_restated_with_sets_and_numbers():
 @pytest.mark.parametrize(
     ("name", "result", "answer", "expected"),
     [
-        ("frontdoor", "{}", "{}", {"result", "answer"}),  # X -> M -> Y not intercepted
-        ("dsep_set", "{B}", "{B}", {"result", "answer"}),  # A -> D -> C stays open
-        ("ci_test", "no", "no", {"result", "answer"}),
-        ("directed_path_yes", "no", "no", {"result", "answer"}),
-        ("mediator", "Y", "Y", {"result", "answer"}),  # the outcome is no mediator
-        ("mediator", "M", "X", {"answer"}),
-        ("cycle", "A -> C -> B -> A", "A -> C -> B -> A", {"result", "answer"}),  # wrong direction
-        ("cycle", "A -> B -> C -> A", "C -> D -> C", {"answer"}),
-        ("msep_set", "{B}", "{B}", {"result", "answer"}),  # A <-> D -> C open
-        ("msep_set", "{B, D, Q}", "{B, D, Q}", {"result", "answer"}),  # unknown node in the set
-        ("ate", "no, ψ = 0.35, Z = {U}", "no", {"result", "answer"}),  # 0.35 > 0.2
+        # a wrong answer fails result, answer and the derivation (the certificate is for the gold RESULT)
+        ("frontdoor", "{}", "{}", {"derivation", "result", "answer"}),  # X -> M -> Y not intercepted
+        ("dsep_set", "{B}", "{B}", {"derivation", "result", "answer"}),  # A -> D -> C stays open
+        ("ci_test", "no", "no", {"derivation", "result", "answer"}),  # no open path is shown
+        ("directed_path_yes", "no", "no", {"derivation", "result", "answer"}),
+        ("mediator", "Y", "Y", {"derivation", "result", "answer"}),  # the outcome is no mediator
+        ("mediator", "M", "X", {"derivation", "result", "answer"}),  # RESULT and answer differ
+        ("cycle", "A -> C -> B -> A", "A -> C -> B -> A", {"derivation", "result", "answer"}),  # reversed
+        ("cycle", "A -> B -> C -> A", "C -> D -> C", {"derivation", "result", "answer"}),
+        ("msep_set", "{B}", "{B}", {"derivation", "result", "answer"}),  # A <-> D -> C open
+        ("msep_set", "{B, D, Q}", "{B, D, Q}", {"derivation", "result", "answer"}),  # unknown node
+        ("ate", "no, ψ = 0.35, Z = {U}", "no", {"result", "answer"}),  # 0.35 > 0.2; the claims hold
         ("ate", "yes, ψ = 0.5, Z = {U}", "yes", {"result"}),  # ψ off by 0.15 > tolerance 0.01
-        ("ate", "yes, ψ = 0.35, Z = {}", "yes", {"result"}),  # {} leaves X <- U -> Y open
-        ("ate", "yes, ψ = 0.35", "yes", {"result"}),  # no adjustment set named
+        ("ate", "yes, ψ = 0.35, Z = {}", "yes", {"derivation", "result"}),  # {} leaves X <- U -> Y open
+        ("ate", "yes, ψ = 0.35", "yes", {"derivation", "result"}),  # no adjustment set named
         ("ate", "yes, ψ = 0.35, Z = {U}", "yes, ψ = 0.9", {"answer"}),  # answer's ψ is wrong
     ],
 )
@@ -423,7 +447,7 @@ def test_ate_margin_is_part_of_the_certificate():
 def test_graph_must_list_every_problem_node_and_no_other():
     prob = problem("DAG", "XYZ", [("X", "Y")], kind="directed_path", treatment="X", outcome="Y")
     base = dict(query="directed_path(treatment=X, outcome=Y)", strategy="DFS",
-                derivation=["X -> Y is a directed path"], result="yes", answer="yes")  # fmt: skip
+                derivation=["directed path X -> Y"], result="yes", answer="yes")  # fmt: skip
     assert score_trace(trace("X -> Y; Z", **base), prob).total == 6  # isolated Z as a lone name
     s = score_trace(trace("X -> Y", **base), prob)
     assert failed(s) == {"graph"} and "omits" in s.reasons["graph"]
@@ -482,12 +506,18 @@ def story_problem():
     return p
 
 
+STORY_CERTIFICATE = [
+    "genes is not a descendant of smoking",
+    "backdoor path smoking <- genes -> cancer is blocked given {genes}",
+]
+
+
 def story_trace(graph, result, answer=None, derivation=None):
     return trace(
         graph,
         "backdoor_set(treatment=smoking, outcome=cancer)",
         "backdoor criterion",
-        derivation or ["smoking <- genes -> cancer is a backdoor path; adjusting for {genes} blocks it"],
+        STORY_CERTIFICATE if derivation is None else derivation,
         result,
         result if answer is None else answer,
     )
@@ -498,27 +528,37 @@ STORY_GRAPH = "genes -> smoking -> tar -> cancer; genes -> cancer; stress"
 
 def test_constructed_mode_correct_trace():
     assert score_trace(story_trace(STORY_GRAPH, "{genes}"), story_problem()).total == 6
+    assert score_trace(story_trace(STORY_GRAPH, "{genes}"), story_problem(), verify_on="trace").total == 6
 
 
-def test_constructed_mode_verifies_result_on_the_traces_own_graph():
-    # The trace draws an extra confounder stress -> smoking, stress -> cancer (not in the story).
-    # On its own graph {genes} leaves smoking <- stress -> cancer open: RESULT fails. The answer
-    # {genes} is valid on the hidden graph: it passes. GRAPH itself is well-formed: it passes.
-    graph = STORY_GRAPH.replace("; stress", "; stress -> smoking; stress -> cancer")
-    s = score_trace(story_trace(graph, "{genes}"), story_problem())
-    assert failed(s) == {"result"}, s.reasons
-    # {genes, stress} is valid on the trace's graph and on the hidden one (stress is isolated there)
-    assert score_trace(story_trace(graph, "{genes, stress}"), story_problem()).total == 6
-    # The trace misses genes -> cancer: {} is valid on its graph, invalid on the hidden one.
+def test_constructed_mode_reward_verifies_on_the_hidden_graph():
+    # A made-up graph with an extra confounder stress -> smoking, stress -> cancer: GRAPH fails (it
+    # is not the story's graph); RESULT {genes} and its certificate hold on the hidden graph.
+    invented = STORY_GRAPH.replace("; stress", "; stress -> smoking; stress -> cancer")
+    s = score_trace(story_trace(invented, "{genes}"), story_problem())
+    assert failed(s) == {"graph"}, s.reasons
+    # The paper's reference-free setting verifies on the trace's own graph instead: there {genes}
+    # leaves smoking <- stress -> cancer open, and the certificate does not name that path.
+    s = score_trace(story_trace(invented, "{genes}"), story_problem(), verify_on="trace")
+    assert failed(s) == {"derivation", "result"}, s.reasons
+
+
+def test_an_invented_graph_that_makes_a_wrong_answer_look_valid_earns_at_most_three():
+    # The trace drops genes -> cancer: on its own graph {} is valid and "no backdoor path" is true.
     thin = "genes -> smoking -> tar -> cancer; stress"
-    s = score_trace(story_trace(thin, "{}", derivation=["no backdoor path from smoking"]), story_problem())
-    assert failed(s) == {"answer"}, s.reasons
+    text = story_trace(thin, "{}", derivation=["no backdoor path from smoking to cancer"])
+    s = score_trace(text, story_problem())
+    assert failed(s) == {"graph", "derivation", "result", "answer"}, s.reasons
+    assert "false" in s.reasons["derivation"]
+    # ... while the candidate-local (paper) setting pays 5/6 for the same fake: why the reward does not use it
+    assert failed(score_trace(text, story_problem(), verify_on="trace")) == {"answer"}
 
 
-def test_constructed_mode_needs_a_well_formed_graph_for_the_result():
+def test_constructed_mode_needs_a_well_formed_graph_only_when_verifying_on_it():
     cyclic = STORY_GRAPH + "; cancer -> genes"
-    s = score_trace(story_trace(cyclic, "{genes}"), story_problem())
-    assert failed(s) == {"graph", "result"}
+    assert failed(score_trace(story_trace(cyclic, "{genes}"), story_problem())) == {"graph"}
+    s = score_trace(story_trace(cyclic, "{genes}"), story_problem(), verify_on="trace")
+    assert failed(s) == {"graph", "derivation", "result"}
     assert "verification graph" in s.reasons["result"]
 
 
@@ -643,8 +683,9 @@ def test_prepared_problem_scores_like_the_raw_one():
 def test_score_as_dict_round_trips_through_json():
     s = score_trace(backdoor_trace("{M}"), backdoor_problem())
     d = json.loads(json.dumps(s.as_dict()))
-    assert d["total"] == 4 and d["reward"] == pytest.approx(4 / 6)
-    assert set(d["reasons"]) == {"result", "answer"} and d["result"] is False
+    assert d["total"] == 3 and d["reward"] == pytest.approx(3 / 6)
+    assert set(d["reasons"]) == {"derivation", "result", "answer"} and d["result"] is False
+    assert d["claims"] == 2 and d["false_claims"] == 0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -655,7 +696,7 @@ def test_reward_values_none_rows_and_name():
     rows = [json.dumps(prob), prob, None, "", json.dumps(prob)]
     completions = [text, backdoor_trace("{M}"), "anything", "anything", "garbage"]
     out = calver_reward(completions, problem=rows)
-    assert out == [1.0, pytest.approx(4 / 6), None, None, 0.0]
+    assert out == [1.0, pytest.approx(3 / 6), None, None, 0.0]
 
 
 def test_reward_logs_pass_rates_and_mean_total():
@@ -668,13 +709,19 @@ def test_reward_logs_pass_rates_and_mean_total():
         log_metric=lambda k, v: logged.__setitem__(k, v),
         log_extra=lambda k, v: extra.__setitem__(k, v),
     )
-    # totals 6, 4, 5, 0; graph/query/derivation pass 3 of 4, strategy 2 of 4, result/answer 2 of 4
-    assert logged["calver/total"] == pytest.approx(15 / 4)
-    assert logged["calver/graph"] == logged["calver/query"] == logged["calver/derivation"] == 0.75
-    assert logged["calver/strategy"] == 0.5
+    # totals 6, 3, 5, 0; graph/query pass 3 of 4, strategy/derivation/result/answer 2 of 4
+    assert logged["calver/total"] == pytest.approx(14 / 4)
+    assert logged["calver/graph"] == logged["calver/query"] == 0.75
+    assert logged["calver/strategy"] == logged["calver/derivation"] == 0.5
     assert logged["calver/result"] == logged["calver/answer"] == 0.5
     assert logged["calver/bad_row"] == 0.0
-    assert extra["calver_failed"][0] == "" and extra["calver_failed"][1] == "result,answer"
+    assert extra["calver_failed"][0] == "" and extra["calver_failed"][1] == "derivation,result,answer"
+    # derivation diagnostics: claims per completion 2, 2, 2, 0; the {M} trace's claims are true but
+    # certify {U}, not {M}: incomplete; the garbage completion makes none
+    assert logged["calver/derivation/claims"] == pytest.approx(6 / 4)
+    assert logged["calver/derivation/no_claims"] == 0.25
+    assert logged["calver/derivation/false"] == 0.0
+    assert logged["calver/derivation/incomplete"] == 0.25
 
 
 def test_reward_gives_none_for_malformed_rows_and_logs_them():
@@ -803,7 +850,7 @@ def test_huge_set_within_raised_caps_fails_result_and_answer_quickly():
         score_trace, text, backdoor_problem(), max_chars=2_000_000, max_slot_chars=2_000_000
     )
     assert_clean_failure(score, {"result", "answer"})
-    assert failed(score) == {"result", "answer"}
+    assert failed(score) == {"derivation", "result", "answer"}
     assert seconds < 1.0
 
 
@@ -851,7 +898,7 @@ def test_generated_problems_with_gold_traces_score_six(mode):
         text = gold_trace(prob, i)
         s = score_trace(text, json.dumps(prob))
         assert s.total == 6, (info, s.reasons, text)
-        # the same trace with its RESULT line dropped loses exactly the result and answer checks
+        # the same trace with its RESULT line dropped: nothing left to certify or compare
         broken = "\n".join(line for line in text.splitlines() if not line.startswith("RESULT:"))
-        assert failed(score_trace(broken, prob)) == {"result", "answer"}
+        assert failed(score_trace(broken, prob)) == {"derivation", "result", "answer"}
     assert len(kinds) >= 6

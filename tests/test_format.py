@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-import pytest
+import re
 
-from faithgrpo.rewards.format import format_reward, trace_format_reward
+import pytest
+from hostile_inputs import hostile_inputs
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from faithgrpo.rewards.format import FORMAT_REASONS, format_reward, trace_format_reward
 from faithgrpo.rewards.trace import parse_query_call, parse_trace
 
 GOOD_TRACE = """<think>
@@ -39,6 +44,70 @@ RESULT: {U}
 )
 def test_format_reward_cases(text, expected):
     assert format_reward([text]) == [expected]
+
+
+def _reason(text):
+    logged = {}
+    reward = format_reward([text], log_metric=lambda k, v: logged.__setitem__(k, v))[0]
+    reasons = [name for name in FORMAT_REASONS if logged[f"format/{name}"] == 1.0]
+    return reward, (reasons[0] if reasons else None)
+
+
+_OLD_ENVELOPE = re.compile(r"\A\s*<think>(.*?)</think>\s*<answer>(.*?)</answer>\s*\Z", re.DOTALL)
+
+
+def ref_envelope(text):
+    """The original regex definition (each tag counted, then one anchored match), as a reference."""
+    if len(text) > 20_000:
+        return 0.0, "too_long"
+    tags = ("<think>", "</think>", "<answer>", "</answer>")
+    if any(text.count(t) != 1 for t in tags):
+        return 0.0, ("repeated_tag" if any(text.count(t) > 1 for t in tags[::2]) else "bad_envelope")
+    match = _OLD_ENVELOPE.match(text)
+    if match is None:
+        return 0.0, "bad_envelope"
+    if not match.group(1).strip():
+        return 0.0, "empty_think"
+    if not match.group(2).strip():
+        return 0.0, "empty_answer"
+    return 1.0, None
+
+
+_FRAGMENTS = ["<think>", "</think>", "<answer>", "</answer>", "<think", "answer>", "r", "a", " ", "\n",
+              "\t", "\u2028", "\u00a0", "x y", "<", "😀"]  # fmt: skip
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(_FRAGMENTS), max_size=12).map("".join))
+def test_format_reward_matches_the_regex_definition(text):
+    assert _reason(text) == ref_envelope(text)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    pre=st.sampled_from(["", " ", "\n\t", "\u2028"]),
+    think=st.sampled_from(["r", " r ", "", "  ", "a\nb"]),
+    mid=st.sampled_from(["", "\n", " x ", "\u00a0"]),
+    answer=st.sampled_from(["a", "", " {U} ", "\n"]),
+    post=st.sampled_from(["", "\n", " tail", "\u3000"]),
+)
+def test_format_reward_envelope_grid(pre, think, mid, answer, post):
+    """Well-ordered envelopes: only whitespace may sit outside the tags, and both blocks are non-blank."""
+    text = f"{pre}<think>{think}</think>{mid}<answer>{answer}</answer>{post}"
+    expected = 1.0 if not (pre + mid + post).strip() and think.strip() and answer.strip() else 0.0
+    assert format_reward([text]) == [expected]
+    assert _reason(text) == ref_envelope(text)
+
+
+@pytest.mark.parametrize("name", sorted(hostile_inputs()))
+def test_format_rewards_return_on_hostile_megabyte(name):
+    text = hostile_inputs()[name]
+    assert format_reward([text]) == [0.0]  # over the length cap
+    assert trace_format_reward([text]) == [0.0]
+    # and just under the cap, where the parsers do run
+    under = text[:19_000]
+    assert format_reward([under])[0] in (0.0, 1.0)
+    assert 0.0 <= trace_format_reward([under])[0] <= 1.0
 
 
 def test_format_reward_conversational_and_reasons_logged():
@@ -76,7 +145,7 @@ def test_parse_trace_markdown_labels_and_repeats():
     assert trace.graph == "A -> B"  # first occurrence wins
     assert trace.query == "dsep_set(x=A, y=B)"
     assert trace.result == "{}"
-    assert any("GRAPH appears more than once" in p for p in trace.problems)
+    assert any("GRAPH appears" in p for p in trace.problems)  # a repeated label is a reported problem
     assert trace.missing() == ["strategy", "derivation"]
 
 

@@ -79,6 +79,103 @@ def _render(statement, names, knight="knight", knave="knave") -> str:
     return joiner.join(f"({_render(s, names, knight, knave)})" for s in statement[1:])
 
 
+# --- an independent test-side model of the derivation-claim grammar and its semantics ------------------
+
+
+def _rows(n: int) -> list[tuple[bool, ...]]:
+    return list(itertools.product([True, False], repeat=n))
+
+
+def _violated(meta, assignment, i: int) -> bool:
+    """Person i's statement contradicts i's role under the assignment (reasoning-gym's evaluator)."""
+    return _rg_value(meta["statements"][i], assignment) != assignment[i]
+
+
+def _is_consistent(meta, assignment) -> bool:
+    return not any(_violated(meta, assignment, i) for i in range(len(assignment)))
+
+
+def _claim_line(meta, kind: str, roles: dict, cites=(), knight="knight", knave="knave") -> str:
+    names = [str(x) for x in meta["names"]]
+    cite = (": " + " and ".join(f"{names[i]}'s statement" for i in cites)) if cites else ""
+    if kind == "role":
+        ((person, role),) = roles.items()
+        return f"- {names[person]} is a {knight if role else knave}{cite}"
+    items = ", ".join(f"{names[i]}: {knight if r else knave}" for i, r in roles.items())
+    return f"- assignment {{{items}}} is {kind}{cite}"
+
+
+def _table_certificate(meta) -> list[str]:
+    """One claim per full assignment, verdicts by brute force with reasoning-gym's evaluator."""
+    n = len(meta["names"])
+    return [
+        _claim_line(meta, "consistent" if _is_consistent(meta, a) else "inconsistent", dict(enumerate(a)))
+        for a in _rows(n)
+    ]
+
+
+def _model(meta, claims) -> tuple[bool, set]:
+    """The documented semantics, by brute force over sets of assignments: ``(all claims true, open set)``.
+
+    ``claims`` are ``(kind, {person: knight?}, cites)``. A claim is checked against the assignments
+    not ruled out by earlier claims; an inconsistent/role claim needs ONE statement (a cited one when
+    it cites) that is violated in every open case it rules out. Repeats (same kind and roles) fail.
+    """
+    n = len(meta["names"])
+    open_ = set(_rows(n))
+    seen = set()
+    for kind, roles, cites in claims:
+        key = (kind, frozenset(roles.items()))
+        if key in seen:
+            return False, open_
+        seen.add(key)
+        candidates = list(cites) or list(range(n))
+        if kind == "consistent":
+            if len(roles) != n or not _is_consistent(meta, tuple(roles[i] for i in range(n))):
+                return False, open_
+            continue
+        if kind == "inconsistent":
+            out = {a for a in open_ if all(a[i] == r for i, r in roles.items())}
+        else:
+            ((person, role),) = roles.items()
+            out = {a for a in open_ if a[person] != role}
+        if out and not any(all(_violated(meta, a, i) for a in out) for i in candidates):
+            return False, open_
+        open_ -= out
+    return bool(claims), open_
+
+
+def _certifies(meta, claims, answer) -> bool:
+    ok, open_ = _model(meta, claims)
+    return ok and open_ == {tuple(answer)}
+
+
+_T_LEAD_RE = re.compile(r"\s*(?:[-*]\s*)?(?:(?:Row|Case|Step) \d+: )?(?:(?:so|thus|hence|therefore) )?")
+_T_ASSIGN_RE = re.compile(r"assignment \{([^}]*)\} is (in)?consistent(.*)")
+_T_ROLE_RE = re.compile(r"(\w+) is an? (\w+)(.*)")
+_T_CITE_RE = re.compile(r"(\w+)'s (?:statement|claim)|statement of (\w+)")
+
+
+def _read_claims(derivation: str, meta) -> list[tuple]:
+    """The claims of a gold derivation, read with the test's own (narrower) patterns."""
+    names = [str(x).casefold() for x in meta["names"]]
+    terms = meta.get("knight_knave_terms") or {"knight": "knight", "knave": "knave"}
+    roles = {"knight": True, "knave": False, terms["knight"]: True, terms["knave"]: False}
+    claims = []
+    for line in derivation.splitlines():
+        body = line[_T_LEAD_RE.match(line).end() :].rstrip(".")
+        assign, role = _T_ASSIGN_RE.fullmatch(body), _T_ROLE_RE.fullmatch(body)
+        tail = (assign or role).group(3) if (assign or role) else ""
+        cites = tuple(names.index((a or b).casefold()) for a, b in _T_CITE_RE.findall(tail))
+        if assign:
+            pairs = [re.split(r"\s*[:=]\s*", item.strip()) for item in assign.group(1).split(",")]
+            kind = "inconsistent" if assign.group(2) else "consistent"
+            claims.append((kind, {names.index(a.casefold()): roles[b] for a, b in pairs}, cites))
+        elif role and role.group(1).casefold() in names:
+            claims.append(("role", {names.index(role.group(1).casefold()): roles[role.group(2)]}, cites))
+    return claims
+
+
 def _make_trace(
     meta,
     *,
@@ -94,7 +191,7 @@ def _make_trace(
     if lines is None:
         lines = [f"- {name}: {_render(s, names)}" for name, s in zip(names, meta["statements"])]
     if derivation is None:
-        derivation = [f"- check {name}'s claim under each row" for name in names]
+        derivation = _table_certificate(meta)
     terms = meta["knight_knave_terms"]
     if answer is None:
         parts = [f"{n} is {terms['a_knight'] if r else terms['a_knave']}" for n, r in zip(names, assignment)]
@@ -419,75 +516,72 @@ def test_gold_traces_pass_every_check_for_hundreds_of_puzzles_and_seeds():
     assert n_traces >= 300
 
 
-_PAIR_RE = re.compile(r"(\w+)=(\w+)")
 _CLAIM_RE = re.compile(r"(\w+)'s claim (true|false)\b")
-_FAILURE_WORDS = ("contradiction", "inconsistent", "fails")
 
 
-def _verify_derivation(trace: str, meta) -> int:
-    """Re-derive every claimed truth value and verdict of a gold derivation by brute force.
+def _verify_gold_derivation(trace: str, meta) -> tuple[int, set[str]]:
+    """Replay a gold derivation with the test's own reader and brute-force semantics.
 
-    A line asserts values under the assignment on its branch (its own ``Name=role`` pairs, plus the
-    ancestors' pairs for indented case-analysis lines); each asserted value must hold for every
-    completion of that partial assignment. Returns the number of claims verified.
+    Every claim must hold and the claims must leave exactly the solution open. Prose truth values
+    ("Noah's claim false") written just before a claim must hold under every completion of that
+    claim's assignment. Returns the number of claims and the claim kinds seen.
     """
+    derivation = kk.parse_kk_trace(trace).slots["DERIVATION"]
+    claims = _read_claims(derivation, meta)
+    assert claims and _certifies(meta, claims, meta["solution"]), derivation
+    n = len(meta["names"])
     names = [str(x).casefold() for x in meta["names"]]
-    n = len(names)
-    terms = meta["knight_knave_terms"]
-    knight_words = {"knight", terms["knight"]}
-    stack: list[dict[int, bool]] = []
-    verified = 0
-    *steps, conclusion = kk.parse_kk_trace(trace).slots["DERIVATION"].splitlines()
-    concluded = {names.index(a.casefold()): b in knight_words for a, b in _PAIR_RE.findall(conclusion)}
-    assert tuple(concluded[i] for i in range(n)) == tuple(meta["solution"]), conclusion
-    for line in steps:
-        depth = (len(line) - len(line.lstrip(" "))) // 2
-        head = line.split(": ", 2)
-        pairs_text = next((part for part in head if _PAIR_RE.search(part)), "")
-        own = {names.index(a.casefold()): b in knight_words for a, b in _PAIR_RE.findall(pairs_text)}
-        if len(own) == n:
-            partial = own
-        else:
-            del stack[depth:]
-            partial = {k: v for level in stack for k, v in level.items()} | own
-            stack.append(own)
-        free = [i for i in range(n) if i not in partial]
-        completions = []
-        for bits in itertools.product([True, False], repeat=len(free)):
-            full = dict(partial) | dict(zip(free, bits))
-            completions.append(tuple(full[i] for i in range(n)))
-        for name, value in _CLAIM_RE.findall(line):
+    lines = derivation.splitlines()
+    for prose, nxt in itertools.pairwise(lines):
+        (claim,) = _read_claims(nxt, meta) or [None]
+        if claim is None or claim[0] == "role" or _read_claims(prose, meta):
+            continue
+        completions = [a for a in _rows(n) if all(a[i] == r for i, r in claim[1].items())]
+        for name, value in _CLAIM_RE.findall(prose):
             i = names.index(name.casefold())
-            assert all(_rg_value(meta["statements"][i], c) == (value == "true") for c in completions), line
-            verified += 1
-        if len(partial) == n:
-            is_solution = tuple(partial[i] for i in range(n)) == tuple(meta["solution"])
-            assert is_solution != any(w in line for w in _FAILURE_WORDS), line
-    return verified
+            assert all(_rg_value(meta["statements"][i], c) == (value == "true") for c in completions), prose
+    return len(claims), {kind for kind, _, _ in claims}
 
 
-def test_gold_derivations_state_only_true_facts():
-    verified = 0
+def test_gold_derivations_are_certificates_under_an_independent_replay():
+    n_claims, kinds = 0, set()
     for k, entry in enumerate(_all_entries(15) + list(_entries(5, 2, 2, 8, 5))):
         for seed in range(3):
-            verified += _verify_derivation(
+            count, seen = _verify_gold_derivation(
                 gold_kk_trace(entry["metadata"], 100 * k + seed), entry["metadata"]
             )
-    assert verified > 1000
+            n_claims += count
+            kinds |= seen
+    assert n_claims > 1000
+    assert kinds == {"inconsistent", "consistent", "role"}
 
 
 def test_gold_traces_for_larger_puzzles_pass_or_refuse_clearly():
     for entry in _entries(5, 2, 2, 6, 9) + _entries(6, 2, 2, 4, 9):
         assert check_kk_trace(gold_kk_trace(entry["metadata"], 0), entry["metadata"]).passed
     names = [f"P{i}" for i in range(12)]
-    # Everyone claims "I am a knight and the next person is a knight": nothing prunes, 2^12 leaves.
+    # Everyone says "P11 is a knight"; P11 says "P11 is a knight or a knave" (so P11 must be a knight).
+    # Case analysis in name order settles nothing before P11: 2^12 leaves, over the caps. A chain of
+    # role claims settles P11 by P11's statement, then everyone else by their own: short.
     meta = {
         "names": names,
-        "statements": [("and", ("telling-truth", i), ("telling-truth", (i + 1) % 12)) for i in range(12)],
+        "statements": [("telling-truth", 11)] * 11 + [("or", ("telling-truth", 11), ("lying", 11))],
         "solution": [True] * 12,
     }
-    with pytest.raises(ValueError, match="exceeds the checker's caps"):
-        gold_kk_trace(meta, 0)
+    outcomes = set()
+    for seed in range(12):
+        try:
+            trace = gold_kk_trace(meta, seed)
+        except ValueError as err:
+            assert "exceeds the checker's caps" in str(err)
+            outcomes.add("refused")
+        else:
+            assert check_kk_trace(trace, meta).passed
+            outcomes.add("passed")
+    assert outcomes == {"refused", "passed"}
+    two = {"names": ["Ava", "Noah"], "statements": [A, B]}  # "I am a knight" twice: 4 consistent assignments
+    with pytest.raises(ValueError, match="4 consistent assignments"):
+        gold_kk_trace({**two, "solution": [True, True]}, 0)
 
 
 def test_gold_traces_are_deterministic_and_varied():
@@ -517,6 +611,25 @@ def test_prompt_instructions_describe_the_slots_and_their_example_passes():
         assert slot in text
     example = text[text.rindex("<think>") :]
     assert check_kk_trace(example, kk._EXAMPLE_METADATA).passed
+    # The prompt teaches all three claim kinds, and its example uses them.
+    for kind in ("is inconsistent", "is consistent", "Ava is a knight"):
+        assert kind in text[: text.rindex("<think>")] and kind in example
+
+
+def test_module_docstring_example_trace_passes():
+    doc = kk.__doc__
+    block = doc[doc.index("    <think>") : doc.index("</answer>") + len("</answer>")]
+    example = "\n".join(line[4:] for line in block.splitlines())
+    meta = {
+        "names": ["Amelia", "Elizabeth"],
+        "statements": [("not", ("lying", 1)), ("->", ("telling-truth", 0), ("telling-truth", 1))],
+        "solution": [True, True],
+        "knight_knave_terms": {"knight": "hero", "knave": "villain"},
+    }
+    check = check_kk_trace(example, meta)
+    assert check.passed, check.reasons
+    claims = _read_claims(kk.parse_kk_trace(example).slots["DERIVATION"], meta)
+    assert {kind for kind, _, _ in claims} == {"inconsistent", "consistent", "role"}
 
 
 # --- the checker on hand-made and corrupted traces --------------------------------------------------
@@ -603,8 +716,9 @@ def test_wrong_assignment_fails_solution_and_consistency_but_answer_matches_it()
         j = rng.randrange(len(wrong))
         wrong[j] = not wrong[j]
         check = check_kk_trace(_make_trace(meta, assignment=tuple(wrong)), meta)
-        # The faithful restatements have a unique consistent assignment (the solution).
-        assert _failed(check) == {"solution", "consistent"}, check.reasons
+        # The faithful restatements have a unique consistent assignment (the solution), which is
+        # also the one the derivation certifies.
+        assert _failed(check) == {"solution", "consistent", "derivation"}, check.reasons
         assert not check.answer_correct
         assert check.assignment == tuple(wrong)
 
@@ -703,6 +817,8 @@ def test_markdown_headers_and_single_line_statements_are_read():
     trace = (
         "<think>\n**STATEMENTS:** Ava: not villain(Noah); Noah: hero(Ava) -> hero(Noah)\n"
         "## Strategy: case analysis\n**DERIVATION:**\n1. Suppose Ava=knave: then Noah=villain, contradiction\n"
+        "2. assignment {Ava: villain, Noah: villain} is inconsistent: Noah's statement\n"
+        "3. So Ava is a hero (by Ava's statement).\n4. Noah is a hero\n"
         "Assignment: Ava is a hero, Noah is a hero\n</think>\n<answer>Ava is a hero, and Noah is a hero</answer>"
     )
     check = check_kk_trace(trace, META2)
@@ -713,6 +829,368 @@ def test_as_dict_is_json_serialisable():
     check = check_kk_trace(_make_trace(META2), META2)
     data = json.loads(json.dumps(check.as_dict()))
     assert data["total"] == 6 and data["assignment"] == [True, True] and data["reasons"] == []
+
+
+# --- the derivation is a certificate: claims checked by truth table -----------------------------------
+
+
+def _with_derivation(meta, derivation, **kwargs):
+    return check_kk_trace(_make_trace(meta, derivation=derivation, **kwargs), meta)
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        (
+            "- assignment {Ava: knight, Noah: knave} is inconsistent",
+            ("inconsistent", ((0, True), (1, False)), ()),
+        ),
+        ("assignment {Noah=villain} is inconsistent: Ava's statement", ("inconsistent", ((1, False),), (0,))),
+        (
+            "2) so assignment {noah: HERO, ava: knave} is inconsistent (by Noah's statement).",
+            ("inconsistent", ((1, True), (0, False)), (1,)),
+        ),
+        (
+            "Row 3: assignment {Ava: knave} is inconsistent, contradicts the statement of Noah",
+            ("inconsistent", ((0, False),), (1,)),
+        ),
+        (
+            "assignment {Ava: knave} is inconsistent: Ava's statement and Noah's claim",
+            ("inconsistent", ((0, False),), (0, 1)),
+        ),
+        (
+            "* thus assignment {Ava: hero, Noah: hero} is consistent.",
+            ("consistent", ((0, True), (1, True)), ()),
+        ),
+        ("Ava is a knight", ("role", ((0, True),), ())),
+        ("Therefore, Noah is a villain (Ava's statement)", ("role", ((1, False),), (0,))),
+        ("hence noah is a Knave", ("role", ((1, False),), ())),
+        ("Suppose Ava is a knight.", None),
+        ("If Ava is a knight, then Noah is a knight", None),
+        ("Ava is a knight if Noah is one", None),
+        ("so he is a knave", None),
+        ("Ava is not a knight", None),
+        ("Ava=knight, Noah=knave: Ava's claim false", None),
+        ("the assignment works", None),
+        ("Zed is a knight", "not in this puzzle"),
+        ("assignment {Ava: knight, Zed: knave} is inconsistent", "not in this puzzle"),
+        ("assignment {Ava: knight} is inconsistent: Zed's statement", "not in this puzzle"),
+        ("Ava is a knight (by Zed's statement)", "not in this puzzle"),
+        ("Ava is a saint", "not a role of this puzzle"),
+        ("assignment {Ava: saint} is inconsistent", "not a role"),
+        ("assignment {Ava: knight, Ava: knave} is inconsistent", "two roles"),
+        ("assignment {} is inconsistent", "assigns no one"),
+        ("assignment {Ava knight} is inconsistent", "is not 'Name: role'"),
+        ("assignment {Ava: knight} works", "is not a claim"),
+        ("assignment {Ava: knight, Noah: knight} is consistent: Ava's statement", "write nothing"),
+        ("assignment {Ava: knight} is inconsistent because I say so", "write nothing or"),
+    ],
+)
+def test_claim_grammar(line, expected):
+    claim, why = kk.parse_kk_claim(line, META2)
+    if expected is None:
+        assert (claim, why) == (None, None)
+    elif isinstance(expected, str):
+        assert claim is None and expected in why
+    else:
+        assert why is None and (claim.kind, claim.roles, claim.cites) == expected
+
+
+# META2: Ava says "Noah is a hero"; Noah says "if Ava is a hero, Noah is a hero"; solution: both heroes.
+# Under each assignment (Ava, Noah) the contradicted statements are: (hero, hero) none;
+# (hero, villain) Ava's; (villain, hero) Ava's; (villain, villain) Noah's.
+@pytest.mark.parametrize(
+    ("derivation", "certifies"),
+    [
+        (
+            [
+                "- assignment {Ava: villain, Noah: villain} is inconsistent: Noah's statement",
+                "- so Ava is a hero (by Ava's statement)",
+                "- Noah is a hero",
+            ],
+            True,
+        ),
+        (
+            [
+                "- assignment {Ava: villain, Noah: villain} is inconsistent",
+                "- Ava is a hero (by Noah's statement)",
+                "- Noah is a hero",
+            ],
+            False,
+        ),  # wrong citation
+        (["- Ava is a hero", "- Noah is a hero"], False),  # Ava=villain needs two statements
+        (
+            [
+                "- assignment {Noah: villain} is inconsistent: Ava's statement",  # (villain, villain) is Noah's
+                "- assignment {Ava: villain} is inconsistent",
+            ],
+            False,
+        ),
+        (
+            [
+                "- assignment {Ava: hero, Noah: villain} is inconsistent",
+                "- Noah is a hero",
+                "- assignment {Ava: villain} is inconsistent: Ava's statement",
+            ],
+            True,
+        ),
+        (
+            [
+                "- Noah is a hero",  # Noah=villain: (hero, villain) needs Ava's statement, (villain, villain) Noah's
+                "- assignment {Ava: villain} is inconsistent: Ava's statement",
+            ],
+            False,
+        ),
+        (
+            [
+                "- assignment {Ava: hero, Noah: villain} is inconsistent: Ava's statement",
+                "- assignment {Ava: villain, Noah: villain} is inconsistent: Noah's statement",
+                "- Noah is a hero",
+                "- assignment {Ava: villain} is inconsistent: Ava's statement",
+            ],
+            True,
+        ),
+        (["- assignment {Ava: hero, Noah: hero} is consistent"], False),  # true, but certifies nothing
+        (["- assignment {Ava: villain, Noah: hero} is consistent"], False),  # false
+    ],
+)
+def test_hand_certificates_on_a_two_person_puzzle(derivation, certifies):
+    check = _with_derivation(META2, derivation)
+    assert check.derivation is certifies, check.reasons
+    assert _failed(check) == (set() if certifies else {"derivation"})
+
+
+def test_lines_that_only_name_the_people_fail():
+    for entry in _sample_entries(20):
+        meta = entry["metadata"]
+        names = [str(x) for x in meta["names"]]
+        label = ", ".join(f"{n}={'knight' if r else 'knave'}" for n, r in zip(names, meta["solution"]))
+        for derivation in (
+            [f"- consider {name}'s statement" for name in names],
+            [f"- {label}: every claim matches, consistent", "- all other rows fail"],
+            [" ".join(f"knight({n}) knave({n})" for n in names)],
+        ):
+            check = _with_derivation(meta, derivation)
+            assert _failed(check) == {"derivation"}, check.reasons
+            assert any("no claims" in r for r in check.reasons)
+
+
+def test_a_correct_answer_with_any_false_claim_fails():
+    rng = random.Random(4)
+    made = 0
+    for entry in _sample_entries(40):
+        meta = entry["metadata"]
+        n = len(meta["names"])
+        solution = tuple(meta["solution"])
+        wrong_row = rng.choice([a for a in _rows(n) if a != solution])
+        person = rng.randrange(n)
+        # False wherever they appear: the solution stays open whatever else is claimed.
+        anywhere = [
+            ("inconsistent", dict(enumerate(solution)), ()),  # the solution is consistent
+            ("consistent", dict(enumerate(wrong_row)), ()),  # a unique solution: nothing else is
+            ("role", {person: not solution[person]}, ()),  # the wrong role for someone
+        ]
+        # False while the row is open: it cites a statement that the row does not contradict.
+        fits = [i for i in range(n) if not _violated(meta, wrong_row, i)]
+        first = [("inconsistent", dict(enumerate(wrong_row)), (rng.choice(fits),))] if fits else []
+        for false_claim, positions in [(c, (0, 2**n)) for c in anywhere] + [(c, (0,)) for c in first]:
+            for position in positions:
+                lines = _table_certificate(meta)
+                claims = _read_claims("\n".join(lines), meta)
+                lines.insert(position, _claim_line(meta, *false_claim))
+                claims.insert(position, false_claim)
+                assert not _model(meta, claims)[0]  # independent expectation
+                check = _with_derivation(meta, lines)
+                assert _failed(check) == {"derivation"}, (false_claim, check.reasons)
+                assert any("false claim" in r or "unsupported claim" in r for r in check.reasons), (
+                    check.reasons
+                )
+                made += 1
+    assert made >= 200
+
+
+def test_true_claims_that_leave_alternatives_open_fail():
+    rng = random.Random(5)
+    for entry in _sample_entries(40):
+        meta = entry["metadata"]
+        lines = _table_certificate(meta)
+        solution = tuple(meta["solution"])
+        rows = _rows(len(meta["names"]))
+        dropped = rng.choice([k for k, a in enumerate(rows) if a != solution])
+        incomplete = lines[:dropped] + lines[dropped + 1 :]
+        claims = [
+            ("inconsistent", dict(enumerate(a)), ())
+            for k, a in enumerate(rows)
+            if a != solution and k != dropped
+        ]
+        ok, open_ = _model(meta, claims)
+        assert ok and open_ == {solution, rows[dropped]}  # true claims, two assignments open
+        for derivation in (incomplete, [lines[rows.index(solution)]]):
+            check = _with_derivation(meta, derivation)
+            assert _failed(check) == {"derivation"}, check.reasons
+            assert any("incomplete certificate" in r for r in check.reasons), check.reasons
+
+
+def test_claims_about_people_or_roles_outside_the_puzzle_fail():
+    for entry in _sample_entries(20):
+        meta = entry["metadata"]
+        own = {meta["knight_knave_terms"]["knight"], meta["knight_knave_terms"]["knave"], "knight", "knave"}
+        foreign = sorted(kk._ROLE_SET - own)[0]
+        first = str(meta["names"][0])
+        for extra in (
+            "- Zed is a knight",
+            "- assignment {Zed: knave} is inconsistent",
+            f"- assignment {{{first}: knight, Zed: knave}} is inconsistent",
+            f"- assignment {{{first}: knave}} is inconsistent: Zed's statement",
+            f"- {first} is a {foreign}",
+            "- so Zed=knight",
+        ):
+            check = _with_derivation(meta, [*_table_certificate(meta), extra])
+            assert _failed(check) == {"derivation"}, (extra, check.reasons)
+            assert any(
+                "not in this puzzle" in r or "not a role" in r or "is not knight/knave" in r
+                for r in check.reasons
+            )
+
+
+def test_a_wrong_answer_fails_the_derivation_whatever_the_claims():
+    rng = random.Random(6)
+    for entry in _sample_entries(30):
+        meta = entry["metadata"]
+        n = len(meta["names"])
+        solution = tuple(meta["solution"])
+        wrong = rng.choice([a for a in _rows(n) if a != solution])
+        attempts = {
+            "certificate of the solution": _table_certificate(meta),
+            "claims for the wrong answer": [
+                _claim_line(meta, "inconsistent" if a != wrong else "consistent", dict(enumerate(a)))
+                for a in _rows(n)
+            ],
+            "roles of the wrong answer": [_claim_line(meta, "role", {i: r}) for i, r in enumerate(wrong)],
+        }
+        for name, derivation in attempts.items():
+            claims = _read_claims("\n".join(derivation), meta)
+            assert not _certifies(meta, claims, wrong)  # independent expectation
+            check = _with_derivation(meta, derivation, assignment=wrong)
+            assert not check.derivation and not check.solution and not check.passed, name
+
+
+def test_repeated_claims_fail():
+    for entry in _sample_entries(20):
+        meta = entry["metadata"]
+        lines = _table_certificate(meta)
+        names = [str(x) for x in meta["names"]]
+        solution = tuple(meta["solution"])
+        first = next(a for a in _rows(len(names)) if a != solution)
+        bad = next(i for i in range(len(names)) if _violated(meta, first, i))
+        reordered = ", ".join(
+            f"{names[i]}={'knight' if first[i] else 'knave'}" for i in reversed(range(len(names)))
+        )
+        for derivation in (
+            [*lines, lines[0]],  # the same line again
+            [
+                *lines,
+                f"- so assignment {{{reordered}}} is inconsistent: {names[bad]}'s statement",
+            ],  # same claim
+            [lines[_rows(len(names)).index(first)]] * 50,
+            lines + [_claim_line(meta, "role", {0: solution[0]})] * 2,
+        ):
+            check = _with_derivation(meta, derivation)
+            assert _failed(check) == {"derivation"}
+            assert any("repeated" in r for r in check.reasons), check.reasons
+
+
+def test_restating_the_answer_as_role_claims_passes_only_when_each_step_follows_from_one_statement():
+    outcomes = {True: 0, False: 0}
+    for entry in _sample_entries(60):
+        meta = entry["metadata"]
+        claims = [("role", {i: r}, ()) for i, r in enumerate(meta["solution"])]
+        expected = _certifies(meta, claims, meta["solution"])
+        check = _with_derivation(meta, [_claim_line(meta, *c) for c in claims])
+        assert check.derivation == expected, check.reasons
+        outcomes[expected] += 1
+    assert outcomes[False] > 0  # the bare answer is not a certificate in general
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 10**6))
+def test_random_claim_sequences_match_the_brute_force_model(seed):
+    rng = random.Random(seed)
+    entry = rng.choice(_all_entries(10))
+    meta = entry["metadata"]
+    n = len(meta["names"])
+    claims = []
+    if rng.random() < 0.5:  # start from a complete certificate, shuffled
+        claims = [
+            ("inconsistent" if not _is_consistent(meta, a) else "consistent", dict(enumerate(a)), ())
+            for a in _rows(n)
+        ]
+        rng.shuffle(claims)
+    for _ in range(rng.randrange(0, 6)):
+        kind = rng.choice(["inconsistent", "inconsistent", "role", "consistent"])
+        if kind == "role":
+            roles = {rng.randrange(n): rng.random() < 0.5}
+        elif kind == "consistent":
+            roles = dict(enumerate(rng.choice([tuple(meta["solution"]), rng.choice(_rows(n))])))
+        else:
+            people = rng.sample(range(n), rng.randint(1, n))
+            roles = {i: rng.random() < 0.5 for i in people}
+        cites = tuple(sorted(rng.sample(range(n), rng.randint(1, n)))) if rng.random() < 0.3 else ()
+        claims.insert(rng.randrange(len(claims) + 1), (kind, roles, cites))
+    assignment = tuple(meta["solution"]) if rng.random() < 0.8 else rng.choice(_rows(n))
+    lines = [_claim_line(meta, *c) for c in claims] or ["- no claims here"]
+    check = _with_derivation(meta, lines, assignment=assignment)
+    assert check.derivation == _certifies(meta, claims, assignment), (claims, check.reasons)
+
+
+def test_huge_derivations_fail_quickly_without_raising():
+    names = [f"P{i}" for i in range(12)]
+    meta = {
+        "names": names,
+        "statements": [("lying", (i + 1) % 12) for i in range(12)],  # "the next person is a knave"
+        "solution": [i % 2 == 0 for i in range(12)],
+        "knight_knave_terms": {
+            "knight": "knight",
+            "knave": "knave",
+            "a_knight": "a knight",
+            "a_knave": "a knave",
+        },
+    }
+    puzzle = KKPuzzle.from_metadata(meta)
+    # True claims: P_i and P_(i+1) with the same role contradict P_i's statement, whoever else joins.
+    role = {True: "knight", False: "knave"}
+    distinct = {}
+    for i in range(12):
+        for j in set(range(12)) - {i, (i + 1) % 12}:
+            for r in (True, False):
+                for s in (True, False):
+                    roles = ((i, r), ((i + 1) % 12, r), (j, s))
+                    items = ", ".join(f"{names[k]}: {role[v]}" for k, v in roles)
+                    cite = f": {names[i]}'s statement" if (i + j) % 2 else ""
+                    distinct.setdefault(frozenset(roles), f"- assignment {{{items}}} is inconsistent{cite}")
+    claims = sorted(distinct.values())
+    assert len(claims) > kk.MAX_CLAIMS
+    many = "\n".join(claims)
+    one_mb_line = "- assignment {" + "P0: knight, " * 90_000 + "} is inconsistent"
+    cases = {
+        "one_megabyte_of_claims": (many * 20)[:1_000_000],
+        "one_megabyte_line": one_mb_line,
+        "one_megabyte_role_line": "- P0 is a knight" + " " * 1_000_000,
+        "within_caps": many[: kk.MAX_SLOT_CHARS - 10],
+    }
+    for name, derivation in cases.items():
+        text = f"<think>\nDERIVATION:\n{derivation}\nASSIGNMENT: P0=knight\n</think><answer>x</answer>"
+        for max_chars in (kk.MAX_TRACE_CHARS, 3_000_000):
+            start = time.perf_counter()
+            check = check_kk_trace(text, puzzle, max_chars=max_chars)
+            assert time.perf_counter() - start < 1.0, name
+            assert not check.derivation and check.reasons
+        start = time.perf_counter()
+        remaining, why = kk._certify(derivation, puzzle)  # the claim checker alone, without the slot cap
+        assert time.perf_counter() - start < 2.0, name
+        assert remaining is None and why
+    assert "more than" in kk._certify(many, puzzle)[1]  # over MAX_CLAIMS distinct claims
+    assert "longer than" in kk._certify(one_mb_line, puzzle)[1]
 
 
 # --- adversarial input -----------------------------------------------------------------------------

@@ -6,6 +6,7 @@ import json
 
 import pytest
 import reasoning_gym
+from hostile_inputs import hostile_inputs
 
 from faithgrpo.rewards.outcome import make_outcome_reward, outcome_reward
 
@@ -45,6 +46,32 @@ def test_causal_rows_accept_any_valid_member_not_only_the_listed_one():
 def test_conversational_completions_and_last_answer_wins():
     conv = [[{"role": "assistant", "content": "<answer>{M}</answer> no wait <answer>{U}</answer>"}]]
     assert outcome_reward(conv, problem=[PROBLEM]) == [1.0]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("<answer>{U}</answer> then <answer>{M}", 1.0),  # an unclosed retraction is not an answer
+        ("<answer>{M}</answer><answer><answer>{U}</answer>", 1.0),  # nearest <answer> before the last close
+        ("{U}</answer>", 0.0),
+        ("<answer>{U}", 0.0),
+    ],
+)
+def test_the_last_complete_answer_block_is_graded(text, expected):
+    assert outcome_reward([text], problem=[PROBLEM]) == [expected]
+
+
+@pytest.mark.parametrize("name", sorted(hostile_inputs()))
+def test_hostile_megabyte_returns_a_score(name):
+    text = hostile_inputs()[name]
+    entry = _kk_entry()[1]
+    rewards = outcome_reward([text, text], problem=[PROBLEM, None], entry=[None, entry])
+    assert all(r in (0.0, 1.0) for r in rewards)
+
+
+def test_hostile_answer_right_at_the_end_still_counts():
+    text = "<answer>" * 125_000 + "{U}</answer>"
+    assert outcome_reward([text], problem=[PROBLEM]) == [1.0]
 
 
 @pytest.mark.parametrize(

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 
 import pytest
+from hostile_inputs import hostile_inputs
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from faithgrpo.rewards.steps import (
+    MAX_REASONING_CHARS,
+    MAX_STEPS,
     apply_permutation,
     scramble_permutations,
     scramble_seed,
@@ -41,6 +45,7 @@ from faithgrpo.rewards.steps import (
             ["First add.", "Then halve!", "Why?", 'Because "it works."', "ok"],
         ),
         ("x = 3.5 here. done", ["x = 3.5 here.", "done"]),
+        ("٣. three\n٤) four", ["three", "four"]),  # any Unicode decimal digit numbers a step
         ("Schritt eins.\u00a0Zweiter Schritt 😀. 第三步", ["Schritt eins.", "Zweiter Schritt 😀.", "第三步"]),
     ],
 )
@@ -81,6 +86,88 @@ def test_spans_exclude_labels_and_whitespace():
     spans = step_spans(text)
     assert [text[s:e] for s, e in spans] == ["a b", "c"]
     assert all(e1 <= s2 for (_, e1), (s2, _) in itertools.pairwise(spans))
+
+
+# The original implementation (a MULTILINE "^" label regex, "[^\r\n]+" lines, character-by-character
+# stripping), kept as the reference the linear-time splitter must agree with on small inputs.
+_REF_LABEL = re.compile(
+    r"^[ \t#*>]*(?:step[ \t]*\d{1,4}[ \t]*[:.)\-]?|\d{1,4}[ \t]*[.):](?!\d))[ \t*]*",
+    re.IGNORECASE | re.MULTILINE,
+)
+_REF_LINE = re.compile(r"[^\r\n]+")
+_REF_SENTENCE_END = re.compile(r"[.!?][\"')\]]*(?=\s)")
+
+
+def _ref_stripped(text, start, end):
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return (start, end) if start < end else None
+
+
+def ref_step_spans(text):
+    if not text.strip():
+        return []
+    labels = list(_REF_LABEL.finditer(text))
+    spans = [_ref_stripped(text, m.end(), labels[i + 1].start() if i + 1 < len(labels) else len(text))
+             for i, m in enumerate(labels)]  # fmt: skip
+    spans = [s for s in spans if s]
+    if len(spans) >= 2:
+        return spans
+    spans = [s for s in (_ref_stripped(text, *m.span()) for m in _REF_LINE.finditer(text)) if s]
+    if len(spans) >= 2:
+        return spans
+    spans, start = [], 0
+    for m in _REF_SENTENCE_END.finditer(text):
+        span = _ref_stripped(text, start, m.end())
+        if span:
+            spans.append(span)
+        start = m.end()
+    tail = _ref_stripped(text, start, len(text))
+    return spans + ([tail] if tail else [])
+
+
+_STEP_FRAGMENTS = ["Step 1:", "step 12 -", "STEP 3)", "1.", "2)", "3:", "1.5", "3 apples", "**", "## ", "> ",
+                   "\n", "\r\n", "\r", " ", "\t", "\u2028", "\u00a0", "a", "x y", ".", "!", "?", "\"", ")",
+                   "]", "ſtep 4:", "٣.", "😀"]  # fmt: skip
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.lists(st.sampled_from(_STEP_FRAGMENTS), max_size=16).map("".join))
+def test_step_spans_match_the_reference_splitter(text):
+    assert step_spans(text) == ref_step_spans(text)
+
+
+@pytest.mark.parametrize(
+    ("unit", "count", "strategy"),
+    [
+        ("Step 1: x\n", 1, "labels"),
+        ("x\n", 1, "lines"),
+        ("a. ", 1, "sentences"),
+        ("Step 1:\n", 2, "blank labels"),
+    ],
+)
+def test_more_steps_than_max_steps_are_not_split(unit, count, strategy):
+    at_cap = unit * 8
+    if strategy != "blank labels":
+        assert len(step_spans(at_cap, max_steps=8)) == 8
+    assert step_spans(at_cap + unit * count, max_steps=8) == []
+    assert split_steps(unit * (MAX_STEPS + 1)) == []
+
+
+@pytest.mark.parametrize("name", sorted(hostile_inputs()))
+def test_cros_text_path_returns_on_hostile_megabyte(name):
+    from faithgrpo.rewards.cros import parse_completion
+
+    text = hostile_inputs()[name]
+    parsed, reason = parse_completion(text)
+    assert (parsed is None) != (reason is None)
+    # the whole text (over the reasoning cap: not split), the parsed reasoning, and a cut just under the cap
+    for reasoning in (text, parsed[1] if parsed else "", text[:MAX_REASONING_CHARS]):
+        spans = step_spans(reasoning)
+        assert len(spans) <= MAX_STEPS
+        assert all(reasoning[a:b] == reasoning[a:b].strip() != "" for a, b in spans)
 
 
 # ----------------------------------------------------------------------------- apply_permutation

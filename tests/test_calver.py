@@ -162,7 +162,7 @@ GOLD = {
                 "directed path X -> M -> Y",
                 "backdoor path X <-> Y <- M is blocked given {}",
                 "backdoor path M <- X <-> Y is blocked given {X}",
-            ],  # fmt: skip
+            ],
             "{M}",
             "{M}",
         ),

@@ -605,14 +605,15 @@ def warm_start_key(config: Path, model_name: str) -> str:
     """A 16-hex-digit key of everything the warm-start adapter depends on.
 
     The SFT config's content (without output and logging keys), the model name and the path it
-    resolves to (the embedded model's path carries its version), and the faithgrpo version (gold
-    traces may change between versions). Same key, same adapter: the cached one is reused.
+    resolves to (the embedded model's path carries its version), the faithgrpo version and the
+    gold-trace format (:data:`faithgrpo.tasks.gold.GOLD_FORMAT`). Same key, same adapter: the cached one is reused.
     """
     import hashlib
 
     import yaml
 
     import faithgrpo
+    from faithgrpo.tasks.gold import GOLD_FORMAT
 
     try:
         loaded = yaml.safe_load(config.read_text(encoding="utf-8"))
@@ -625,6 +626,7 @@ def warm_start_key(config: Path, model_name: str) -> str:
         "model": model_name,
         "model_path": resolve_model(model_name, check=False),
         "faithgrpo": faithgrpo.__version__,
+        "gold_format": GOLD_FORMAT,
     }
     blob = json.dumps(identity, sort_keys=True, default=str).encode()
     return hashlib.sha256(blob).hexdigest()[:16]

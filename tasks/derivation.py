@@ -482,7 +482,9 @@ def _claim_problem(ctx: _Context, claim: Claim) -> str | None:
             else f"the probability is {actual:.4f}, not {value:g}"
         )
     if claim.kind == "psi":
-        return None  # checked against the certified adjustment set in _certify_ate
+        if ctx.table is None:
+            return "the problem has no CPTs to compute ψ from"
+        return None  # its value is checked against the certified adjustment set in _certify_ate
     return f"unknown claim kind {claim.kind!r}"
 
 

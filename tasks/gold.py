@@ -41,7 +41,11 @@ from faithgrpo.tasks.derivation import DEFAULT_MAX_PATHS
 from faithgrpo.tasks.graph import CausalGraph, Path, node_sort_key
 from faithgrpo.tasks.queries import QUERY_KINDS, format_query, load_problem
 
-__all__ = ["MAX_LISTED_PATHS", "gold_trace", "stratum_table"]
+__all__ = ["GOLD_FORMAT", "MAX_LISTED_PATHS", "gold_trace", "stratum_table"]
+
+#: Version of what gold traces look like; caches of data and adapters trained on them key on it.
+#: 2: derivations are certificates in the claim grammar of :mod:`faithgrpo.tasks.derivation`.
+GOLD_FORMAT = 2
 
 #: Paths spelled out per criterion: the certificate's cap (more paths than this: the first ones).
 MAX_LISTED_PATHS = DEFAULT_MAX_PATHS

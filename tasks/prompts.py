@@ -20,6 +20,7 @@ from faithgrpo.tasks.graph import CausalGraph, node_sort_key
 from faithgrpo.tasks.queries import QUERY_KINDS, format_query
 
 __all__ = [
+    "CLAIM_HINTS",
     "EXAMPLE_PROBLEMS",
     "answer_format",
     "answer_instructions",
@@ -50,6 +51,38 @@ STRATEGY_HINTS = {
     "mediator": "directed path search",
     "cycle": "cycle detection (DFS)",
     "ate": "backdoor adjustment formula",
+}
+
+
+# What the DERIVATION must show, per kind, in the claim grammar of faithgrpo.tasks.derivation.
+_PATH = "'path A -> B <- C is blocked given {B}' (or 'is open given {...}')"
+CLAIM_HINTS = {
+    "backdoor_set": (
+        "Write each backdoor path from the treatment as 'backdoor path X <- U -> Y is blocked given "
+        "{Z}' with Z your RESULT, and 'U is not a descendant of X' for each member (or 'descendants "
+        "of X = {...}'); for a minimal set add, per member, a backdoor path that is open without it; "
+        "if there is none, write 'no backdoor path from X to Y'."
+    ),
+    "frontdoor_set": (
+        "Write each directed path 'directed path X -> M -> Y' (each must pass through your set); for each "
+        "member M, each backdoor path from X to M 'is blocked given {}' and each backdoor path from M to "
+        "Y 'is blocked given {X}' (or 'no backdoor path from X to M')."
+    ),
+    "dsep_set": f"Write every path between the two variables as {_PATH}, given your RESULT set.",
+    "msep_set": f"Write every path between the two variables (<-> edges too) as {_PATH}, given your RESULT set.",
+    "ci_test": (
+        f"For yes, every path between the two variables as {_PATH} given the query's set; for no, one "
+        "path that 'is open given' it."
+    ),
+    "directed_path": (
+        "For yes, 'directed path A -> B -> C'; for no, 'descendants of A = {...}' or 'no directed path from A to C'."
+    ),
+    "mediator": "Write 'directed path X -> M -> Y' through your answer M.",
+    "cycle": "Write 'cycle A -> B -> C -> A'.",
+    "ate": (
+        "Certify the adjustment set Z as for a backdoor set, then per stratum of Z 'P(U=0) = 0.400', "
+        "'P(Y=1 | X=1, U=0) = 0.600', 'P(Y=1 | X=0, U=0) = 0.200', and 'ψ = ... = 0.176'."
+    ),
 }
 
 
@@ -285,8 +318,9 @@ def trace_instructions(kind: str | None = None) -> str:
         "QUERY: the question exactly as in the Query line, e.g. "
         f"{format_query(example['query'])}\n"
         f"STRATEGY: the method you use, e.g. {strategy}.\n"
-        "DERIVATION: two or more lines starting with '- ', one step each (a path found, the node that "
-        "blocks it, a number computed), naming only variables of the graph.\n"
+        "DERIVATION: lines starting with '- ', each a checkable claim (other lines are ignored); "
+        "every claim must be true, and together they must prove RESULT. "
+        f"{CLAIM_HINTS[example_kind] if kind else CLAIM_HINTS['backdoor_set']}\n"
         f"RESULT: {_result_hint(kind)}\n"
         "Example:\n" + _example(example_kind)
     )

@@ -709,6 +709,12 @@ def _check_answer(
     if result_value is None:
         return "no parsable RESULT to compare the answer with", False
     mine, theirs = p.kind.format_answer(value), p.kind.format_answer(result_value)
+    if (
+        p.kind.name == "ate"
+        and None not in (value[1], result_value[1])
+        and abs(value[1] - result_value[1]) > 1e-9
+    ):
+        return f"<answer> ψ = {value[1]:g} differs from RESULT's ψ = {result_value[1]:g}", False
     if mine != theirs:
         return f"<answer> {mine[:60]} differs from RESULT {theirs[:60]}", False
     where = "the hidden source graph" if p.mode == "constructed" else "the supplied graph"

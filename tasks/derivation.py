@@ -340,6 +340,8 @@ def _unknown(ctx: _Context, nodes: Iterable[str]) -> str | None:
 
 
 def _path_problem(ctx: _Context, path: Path) -> str | None:
+    if len(path.nodes) < 2:
+        return f"a path joins at least two nodes, got {path}"
     why = _unknown(ctx, path.nodes)
     if why:
         return why
@@ -656,7 +658,9 @@ def _certify_frontdoor(
     return None
 
 
-def _certify_ate(have: _Claims, ctx: _Context, x: str, y: str, z: frozenset[str], cap: int) -> str | None:
+def _certify_ate(
+    have: _Claims, ctx: _Context, x: str, y: str, z: frozenset[str], cap: int, result: Any
+) -> str | None:
     why = _certify_backdoor(have, ctx.graph, x, y, z, "any", cap)
     if why:
         return why
@@ -692,6 +696,12 @@ def _certify_ate(have: _Claims, ctx: _Context, x: str, y: str, z: frozenset[str]
     wrong = [v for v in claims if abs(v - psi) > tolerance]
     if wrong:
         return f"ψ = {wrong[0]:g} but the adjustment formula on {_fmt(z)} gives {psi:.4f}"
+    decision, stated = result
+    threshold = float(ctx.query["threshold"])
+    if decision != (psi > threshold):
+        return f"ψ = {psi:.4f} is {'above' if psi > threshold else 'not above'} {threshold:g}: RESULT decides the other way"
+    if stated is not None and abs(stated - psi) > tolerance:
+        return f"RESULT's ψ = {stated:g} is not the certified {psi:.4f}"
     return None
 
 
@@ -750,6 +760,15 @@ def _certify(have: _Claims, ctx: _Context, kind: str, q: Mapping[str, Any], valu
     g = ctx.graph
     if value is None:
         return "RESULT does not parse"
+    if kind in ("backdoor_set", "frontdoor_set", "dsep_set", "msep_set") or (kind == "ate" and ate_set):
+        z = frozenset(ate_set if kind == "ate" else value)
+        why = _unknown(ctx, z)
+        if why:
+            return f"RESULT names {why}"
+        ends = {q[r] for r in ("treatment", "outcome") if isinstance(q.get(r), str)}
+        ends |= _as_set(q.get("x")) | _as_set(q.get("y"))
+        if z & ends:
+            return f"RESULT contains the query's own node(s) {_fmt(z & ends)}"
     if kind == "backdoor_set":
         return _certify_backdoor(
             have, g, q["treatment"], q["outcome"], frozenset(value), q.get("variant", "any"), cap
@@ -780,6 +799,8 @@ def _certify(have: _Claims, ctx: _Context, kind: str, q: Mapping[str, Any], valu
         return f"show there is none: 'no directed path from {x} to {y}' or the descendants of {x}"
     if kind == "mediator":
         x, y, m = q["treatment"], q["outcome"], value
+        if m in (x, y):
+            return f"{m} is an end of the query, not a mediator"
         if any(m in p.nodes[1:-1] for p in have.directed(x, y)):
             return None
         if have.directed(x, m) and have.directed(m, y):
@@ -796,5 +817,5 @@ def _certify(have: _Claims, ctx: _Context, kind: str, q: Mapping[str, Any], valu
     if kind == "ate":
         if ate_set is None:
             return "RESULT names no adjustment set"
-        return _certify_ate(have, ctx, q["treatment"], q["outcome"], ate_set, cap)
+        return _certify_ate(have, ctx, q["treatment"], q["outcome"], ate_set, cap, value)
     return f"no certificate is defined for query kind {kind!r}"

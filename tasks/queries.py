@@ -57,6 +57,7 @@ import itertools
 import json
 import math
 import re
+import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -586,6 +587,10 @@ class QueryKind:
             >>> QUERY_KINDS["backdoor_set"].strategy_problem("backdoor criterion or d-separation")
             "names more than one method: ['backdoor criterion', 'd-separation']"
         """
+        if isinstance(text, str) and any(
+            ord(ch) > 127 and unicodedata.category(ch).startswith("L") for ch in text[:MAX_ANSWER_CHARS]
+        ):
+            return "uses non-ASCII letters (method names are written in ASCII; look-alike letters hide names)"
         found = named_methods(text)
         if not found:
             return "names no known method"

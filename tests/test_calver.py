@@ -415,11 +415,12 @@ def test_query_restated_with_sets_and_numbers():
         ("cycle", "A -> B -> C -> A", "C -> D -> C", {"derivation", "result", "answer"}),
         ("msep_set", "{B}", "{B}", {"derivation", "result", "answer"}),  # A <-> D -> C open
         ("msep_set", "{B, D, Q}", "{B, D, Q}", {"derivation", "result", "answer"}),  # unknown node
-        ("ate", "no, ψ = 0.35, Z = {U}", "no", {"result", "answer"}),  # 0.35 > 0.2; the claims hold
-        ("ate", "yes, ψ = 0.5, Z = {U}", "yes", {"result"}),  # ψ off by 0.15 > tolerance 0.01
+        ("ate", "no, ψ = 0.35, Z = {U}", "no", {"derivation", "result", "answer"}),  # 0.35 > 0.2
+        ("ate", "yes, ψ = 0.5, Z = {U}", "yes", {"derivation", "result"}),  # ψ off by 0.15 > 0.01
         ("ate", "yes, ψ = 0.35, Z = {}", "yes", {"derivation", "result"}),  # {} leaves X <- U -> Y open
         ("ate", "yes, ψ = 0.35", "yes", {"derivation", "result"}),  # no adjustment set named
-        ("ate", "yes, ψ = 0.35, Z = {U}", "yes, ψ = 0.9", {"answer"}),  # answer's ψ is wrong
+        # the answer's ψ is wrong, so it is not RESULT
+        ("ate", "yes, ψ = 0.35, Z = {U}", "yes, ψ = 0.9", {"derivation", "result", "answer"}),
     ],
 )
 def test_wrong_answers_per_kind(name, result, answer, expected):

@@ -87,14 +87,13 @@ PROB_TOLERANCE = 0.002  # three printed decimals plus float error
 MAX_CLAIM_LINES = 512
 MAX_LINE_CHARS = 2_000
 MAX_STRATA = 64  # an ATE certificate over more strata than this is not accepted (|Z| <= 6)
-_PATH_SEARCH = 20_000  # DFS steps spent enumerating the paths a certificate must name
 
 _NODE = r"[A-Za-z0-9_]{1,64}"
 _SET = r"\{[^{}]{0,1500}\}"
 _NODES = rf"(?:{_SET}|{_NODE})"
 _NUM = r"[-+]?(?:\d{1,6}(?:\.\d{0,12})?|\.\d{1,12})(?:[eE][-+]?\d{1,3})?"
 _PATH_TEXT = r"[^;{}]{1,1500}?"
-_LEAD = r"^(?:(?:so|hence|thus|therefore|then|and)\b[ ,]*)?"
+_LEAD = r"^(?:(?i:so|hence|thus|therefore|then|and)\b[ ,]*)?"
 
 _PATH_STATUS_RE = re.compile(
     _LEAD + rf"(?P<kind>backdoor\s+|back-door\s+|directed\s+)?path\s+(?P<path>{_PATH_TEXT})\s+is\s+"
@@ -323,10 +322,19 @@ class _Context:
     def __init__(self, graph: CausalGraph, cpts: Mapping[str, Any] | None, query: Mapping[str, Any]):
         self.graph, self.cpts, self.query = graph, cpts, query
         self._desc: dict[str, frozenset[str]] = {}
+        self._joints: dict[tuple[str, ...], Any] = {}
 
     @functools.cached_property
     def table(self) -> dict | None:
-        return None if self.cpts is None else C.validate_cpts(self.cpts)
+        # against this graph: CPTs of another graph (a trace's own GRAPH) make every number unverifiable
+        return None if self.cpts is None else C.validate_cpts(self.cpts, self.graph)
+
+    def joint(self, names: tuple[str, ...]) -> Any:
+        """P(names) as an array (cached: strata claims and certification ask for the same marginals)."""
+        if names not in self._joints:
+            assert self.table is not None
+            self._joints[names] = C._joint(self.table, list(names))
+        return self._joints[names]
 
     def desc(self, v: str) -> frozenset[str]:
         if v not in self._desc:
@@ -374,13 +382,11 @@ def _blocked(ctx: _Context, path: Path, z: frozenset[str]) -> bool:
 
 def _prob(ctx: _Context, target: tuple, cond: tuple) -> float | None:
     """P(target | cond) from the CPTs, ``None`` when undefined (P(cond) = 0)."""
-    assert ctx.table is not None
-    names = [n for n, _ in target] + [n for n, _ in cond]
-    joint = C._joint(ctx.table, names)
-    num = float(joint[tuple(v for _, v in target) + tuple(v for _, v in cond)])
+    names = tuple(n for n, _ in target) + tuple(n for n, _ in cond)
+    num = float(ctx.joint(names)[tuple(v for _, v in target) + tuple(v for _, v in cond)])
     if not cond:
         return num
-    den = float(C._joint(ctx.table, [n for n, _ in cond])[tuple(v for _, v in cond)])
+    den = float(ctx.joint(tuple(n for n, _ in cond))[tuple(v for _, v in cond)])
     return None if den <= 1e-12 else num / den
 
 
@@ -430,7 +436,7 @@ def _claim_problem(ctx: _Context, claim: Claim) -> str | None:
             found = y in ctx.desc(x)
         else:
             firsts = ("<-", "<->") if prefix == "backdoor" else ("->", "<-", "<->")
-            found = next(iter(C.simple_paths(g, x, y, first_marks=firsts, limit=1)), None) is not None
+            found = C.path_exists(g, x, y, first_marks=firsts)
         return f"a {prefix + ' ' if prefix else ''}path from {x} to {y} exists" if found else None
     if claim.kind == "descendant":
         v, of, positive = a
@@ -502,7 +508,7 @@ def _oriented(path: Path, x: str) -> Path:
 
 def _required_paths(g: CausalGraph, pairs: Iterable[tuple[str, str]], first: tuple[str, ...], cap: int,
                     marks: tuple[str, ...] = ("->", "<-", "<->")) -> tuple[list[Path], bool]:  # fmt: skip
-    """Paths between the pairs (up to cap + 1, within a search budget) and whether the list is complete."""
+    """Paths between the pairs (up to cap + 1) and whether that is all of them."""
     found: list[Path] = []
     for x, y in pairs:
         for p in C.simple_paths(g, x, y, first_marks=first, marks=marks, limit=cap + 1 - len(found)):

@@ -530,3 +530,41 @@ def test_validate_cpts_against_graph_and_positivity_error():
         C.adjusted_ate(degenerate, "X", "Y", ["Z"])
     with pytest.raises(ValueError, match="distinct"):
         C.adjusted_ate(HAND_CPTS, "X", "Y", ["X"])
+
+
+def _all_paths_brute(g, x, y, first, allowed):
+    """Every simple path x..y by plain recursion (no pruning), as (nodes, marks) tuples."""
+    out = []
+
+    def walk(nodes, marks):
+        for m, b in g.adjacency[nodes[-1]]:
+            if m not in allowed or (len(nodes) == 1 and m not in first) or b in nodes:
+                continue
+            if b == y:
+                out.append(((*nodes, b), (*marks, m)))
+            else:
+                walk((*nodes, b), (*marks, m))
+
+    walk((x,), ())
+    return out
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_pruned_simple_paths_and_path_exists_match_brute_force(seed):
+    import random
+
+    rng = random.Random(seed)
+    names = [f"V{i}" for i in range(rng.randint(3, 8))]
+    directed = [(a, b) for i, a in enumerate(names) for b in names[i + 1 :] if rng.random() < 0.35]
+    bidirected = [(a, b) for i, a in enumerate(names) for b in names[i + 1 :] if rng.random() < 0.1]
+    g = CausalGraph("ADMG", names, directed, bidirected)
+    for x in names:
+        for y in names:
+            if x == y:
+                continue
+            for first, allowed in ((("->", "<-", "<->"),) * 2, (("<-", "<->"), ("->", "<-", "<->")),
+                                   (("->",), ("->",))):  # fmt: skip
+                brute = _all_paths_brute(g, x, y, first, allowed)
+                got = [(p.nodes, p.marks) for p in C.simple_paths(g, x, y, first_marks=first, marks=allowed)]
+                assert got == brute
+                assert C.path_exists(g, x, y, first_marks=first, marks=allowed) == bool(brute)

@@ -142,11 +142,44 @@ def _blocked_steps(
 def _open_witness(
     g: CausalGraph, pairs: list[tuple[str, str]], z: frozenset[str], *, backdoor: bool
 ) -> Path | None:
-    first = ("<-", "<->") if backdoor else ("->", "<-", "<->")
+    """A shortest open (backdoor) path between the pairs given ``z``, or ``None``.
+
+    Iterative deepening over path length with a distance bound (a node farther from the target than
+    the remaining length is not entered), so short witnesses are found before the depth-first order
+    of :func:`~faithgrpo.tasks.criteria.simple_paths` would reach them on large graphs. Bounded by
+    :data:`_WITNESS_SCAN` steps per pair.
+    """
+    nbrs = g.adjacency
     for x, y in pairs:
-        for p in C.simple_paths(g, x, y, first_marks=first, limit=_WITNESS_SCAN):
-            if _is_open(g, p, z):
-                return p
+        dist = {y: 0}
+        frontier = [y]
+        while frontier:
+            nxt = []
+            for v in frontier:
+                for _, w in nbrs[v]:
+                    if w not in dist:
+                        dist[w] = dist[v] + 1
+                        nxt.append(w)
+            frontier = nxt
+        if x not in dist:
+            continue
+        steps = 0
+        for length in range(dist[x], len(g.nodes)):
+            stack = [((x,), ())]
+            while stack and steps < _WITNESS_SCAN:
+                nodes, marks = stack.pop()
+                steps += 1
+                for m, b in reversed(nbrs[nodes[-1]]):
+                    if b in nodes or b not in dist or len(nodes) + dist[b] > length + 1:
+                        continue
+                    if len(nodes) == 1 and backdoor and m not in ("<-", "<->"):
+                        continue
+                    if b == y:
+                        path = Path((*nodes, b), (*marks, m))
+                        if _is_open(g, path, z):
+                            return path
+                    elif len(nodes) < length:
+                        stack.append(((*nodes, b), (*marks, m)))
     return None
 
 

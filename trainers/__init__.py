@@ -1,4 +1,4 @@
-"""TRL glue: CRoS reference binding, trainers and callbacks."""
+"""TRL glue: CRoS reference binding, trainers, callbacks and a safe multi-process teardown."""
 
 from faithgrpo.trainers.callbacks import (
     MetricsJSONLCallback,
@@ -7,6 +7,7 @@ from faithgrpo.trainers.callbacks import (
     install_callbacks,
     plot_reward_means,
 )
+from faithgrpo.trainers.distributed import distributed_teardown
 from faithgrpo.trainers.grpo import FaithGRPOTrainer, FaithRLOOTrainer
 from faithgrpo.trainers.reference import bind_cros_references
 
@@ -17,6 +18,7 @@ __all__ = [
     "SummaryPrinterCallback",
     "SummaryProgressCallback",
     "bind_cros_references",
+    "distributed_teardown",
     "install_callbacks",
     "plot_reward_means",
 ]

@@ -71,6 +71,7 @@ from typing import Any
 
 from faithgrpo.tasks import criteria as C
 from faithgrpo.tasks.graph import CausalGraph, GraphParseError, Path, node_sort_key, parse_path
+from faithgrpo.tasks.queries import parse_node_set
 
 __all__ = [
     "DEFAULT_MAX_PATHS",
@@ -183,21 +184,6 @@ class DerivationReport:
 
 # ---------------------------------------------------------------------------------------------
 # parsing
-def _node_set(text: str) -> frozenset[str] | None:
-    text = text.strip()
-    if text == "∅":
-        return frozenset()
-    if not (text.startswith("{") and text.endswith("}")):
-        return frozenset((text,)) if re.fullmatch(_NODE, text) else None
-    inner = text[1:-1].strip()
-    if not inner:
-        return frozenset()
-    items = [t for t in _SPLIT_SET_RE.split(inner) if t]
-    if not all(re.fullmatch(_NODE, t) for t in items):
-        return None
-    return frozenset(items)
-
-
 def _path(text: str) -> Path | None:
     try:
         return parse_path(text.strip(), max_nodes=128, max_chars=1500)
@@ -234,7 +220,7 @@ def parse_claim(line: str, number: int = 0) -> Claim | None:
     if "path" in low:
         m = _PATH_STATUS_RE.match(text)
         if m:
-            path, given = _path(m.group("path")), _node_set(m.group("given"))
+            path, given = _path(m.group("path")), parse_node_set(m.group("given"))
             status = {"unblocked": "open", "active": "open", "inactive": "blocked"}.get(
                 m.group("status").lower(), m.group("status").lower()
             )
@@ -259,14 +245,18 @@ def parse_claim(line: str, number: int = 0) -> Claim | None:
     if "descendants" in low or "parents" in low:
         m = _FAMILY_RE.match(text)
         if m:
-            members = _node_set(m.group("set"))
+            members = parse_node_set(m.group("set"))
             if members is None:
                 return Claim("malformed", number, text, (f"unreadable set in {text[:60]!r}",))
             return Claim("family", number, text, (m.group("rel").lower(), m.group("a"), members))
     if "separated" in low:
         m = _SEPARATION_RE.match(text)
         if m:
-            a, b, given = _node_set(m.group("a")), _node_set(m.group("b")), _node_set(m.group("given"))
+            a, b, given = (
+                parse_node_set(m.group("a")),
+                parse_node_set(m.group("b")),
+                parse_node_set(m.group("given")),
+            )
             if a is None or b is None or given is None:
                 return Claim("malformed", number, text, (f"unreadable set in {text[:60]!r}",))
             return Claim("separation", number, text, (a, b, given, not m.group("neg")))
@@ -369,17 +359,6 @@ def _path_problem(ctx: _Context, path: Path) -> str | None:
     return None
 
 
-def _blocked(ctx: _Context, path: Path, z: frozenset[str]) -> bool:
-    for i in range(1, len(path.nodes) - 1):
-        v = path.nodes[i]
-        if C.is_collider(path, i):
-            if v not in z and not (ctx.desc(v) & z):
-                return True
-        elif v in z:
-            return True
-    return False
-
-
 def _prob(ctx: _Context, target: tuple, cond: tuple) -> float | None:
     """P(target | cond) from the CPTs, ``None`` when undefined (P(cond) = 0)."""
     names = tuple(n for n, _ in target) + tuple(n for n, _ in cond)
@@ -423,7 +402,7 @@ def _claim_problem(ctx: _Context, claim: Claim) -> str | None:
                 return f"{path} is not a directed path"
             if set(path.nodes[:1] + path.nodes[-1:]) & given:
                 return f"the given set {_fmt(given)} contains an endpoint of {path}"
-            actual = "blocked" if _blocked(ctx, path, given) else "open"
+            actual = "blocked" if C.path_is_blocked(g, path, given) else "open"
             if actual != status:
                 return f"{path} is {actual} given {_fmt(given)}, not {status}"
         return None

@@ -7,23 +7,21 @@ A gold trace is what a supervised warm start (issue 7) teaches a small policy to
     QUERY: backdoor_set(treatment=X, outcome=Y)
     STRATEGY: backdoor criterion
     DERIVATION:
-    - descendants of X: {M, Y}; none of them may be adjusted for
-    - backdoor path X <- U -> Y is blocked by U, a non-collider that is conditioned on
+    - descendants of X = {M, Y}
+    - backdoor path X <- U -> Y is blocked given {U}; U is a conditioned non-collider
     - so {U} satisfies the backdoor criterion for X and Y
     RESULT: {U}
     </think>
     <answer>{U}</answer>
 
 GRAPH restates the problem's graph (in constructed-graph mode, the graph the story tells); QUERY is
-:func:`~faithgrpo.tasks.queries.format_query`; STRATEGY names a method of the kind; DERIVATION is
-computed from the graph (the backdoor paths found and the node that blocks each, the directed path
-found, the cycle found, the ψ computation) and always has at least two steps; RESULT and
-``<answer>`` carry one valid answer. The random generator picks *which* valid answer and the wording,
-so supervised traces do not collapse onto one answer string.
-
-Derivation lines start in lower case and name only graph variables (probabilities are written
-``P(...)``, a function position that CALVER's node-mention rule skips), so the derivation check finds
-nothing foreign. Tests score thousands of gold traces 6/6 under :func:`faithgrpo.rewards.calver.score_trace`.
+:func:`~faithgrpo.tasks.queries.format_query`; STRATEGY names one method of the kind; DERIVATION is a
+certificate in the claim grammar of :mod:`faithgrpo.tasks.derivation` (the paths found, each with its
+status given the answer set, the non-descendants, the directed path or cycle, the stratum
+probabilities and ψ), with prose after ``;`` or on lines of its own, and always has at least two
+steps; RESULT and ``<answer>`` carry one valid answer. The random generator picks *which* valid
+answer and the wording, so supervised traces do not collapse onto one answer string. Tests score
+thousands of gold traces 6/6 under :func:`faithgrpo.rewards.calver.score_trace`.
 """
 
 from __future__ import annotations
@@ -544,8 +542,8 @@ def gold_trace(
         QUERY: backdoor_set(treatment=X, outcome=Y)
         STRATEGY: backdoor criterion
         DERIVATION:
-        - descendants of X: {Y}; none of them may be adjusted for
-        - backdoor path X <- U -> Y is blocked by U, a non-collider that is conditioned on
+        - U is not a descendant of X
+        - backdoor path X <- U -> Y is blocked given {U}
         - so {U} satisfies the backdoor criterion for X and Y
         RESULT: {U}
         </think>

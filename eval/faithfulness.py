@@ -50,6 +50,7 @@ __all__ = [
     "DeltaSummary",
     "EarlyAnsweringReport",
     "SampleTruncations",
+    "answer_logprobs",
     "area_over_curve",
     "cir",
     "completion_logprobs",
@@ -560,6 +561,93 @@ def completion_logprobs(
         if key not in cache:
             cache[key] = _prompt_ids(tokenizer, prompt)
         rows.append(_Row(index, 0, cache[key], ids, []))
+    if rows:
+        import torch
+
+        was_training = model.training
+        model.eval()
+        try:
+            with torch.inference_mode():
+                _score_rows(model, tokenizer, rows, batch_size, progress)
+        finally:
+            if was_training:
+                model.train()
+    for row in rows:
+        value = row.logprob_sum / len(row.answer)
+        out[row.sample] = value if math.isfinite(value) else None
+    return out
+
+
+def _answer_split(tokenizer, text: str) -> tuple[list[int], list[int]] | None:
+    """Token ids of ``text`` before its last ``<answer>`` content and of that content, in context.
+
+    The completion is tokenised whole and split by character offsets, so a tokenizer that merges
+    across the boundary scores the tokens the policy produced; slow tokenizers (no offsets) fall
+    back to tokenising the two pieces separately.
+    """
+    from faithgrpo.rewards.text import ANSWER_CLOSE as CLOSE
+    from faithgrpo.rewards.text import ANSWER_OPEN as OPEN
+
+    close = text.rfind(CLOSE)
+    open_ = text.rfind(OPEN, 0, close) if close >= 0 else -1
+    if open_ < 0:
+        return None
+    start, end = open_ + len(OPEN), close
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    if start == end:
+        return None
+    if getattr(tokenizer, "is_fast", False):
+        enc = tokenizer(text[:end], add_special_tokens=False, return_offsets_mapping=True)
+        ids, offsets = list(enc["input_ids"]), list(enc["offset_mapping"])
+        cut = next((i for i, (a, b) in enumerate(offsets) if b > start), len(ids))
+        return (ids[:cut], ids[cut:]) if cut < len(ids) else None
+    before = list(tokenizer(text[:start], add_special_tokens=False)["input_ids"])
+    answer = list(tokenizer(text[start:end], add_special_tokens=False)["input_ids"])
+    return (before, answer) if answer else None
+
+
+def answer_logprobs(
+    model, tokenizer, pairs: Iterable[tuple[Any, Any]], *, batch_size: int = 16, progress: bool = True
+) -> list[float | None]:
+    """Mean log-probability of the tokens of each completion's last ``<answer>`` content (confidence).
+
+    The best-of-K confidence selector picks the answer the model was surest of; the reasoning's
+    tokens do not count. A token that straddles the start of the answer counts as answer.
+
+    Args:
+        model: the causal LM that generated the completions.
+        tokenizer: its tokenizer.
+        pairs: ``(prompt, completion)`` pairs.
+        batch_size: sequences per forward pass.
+        progress: tqdm progress bar.
+
+    Returns:
+        `list[float | None]`: one value per pair (≤ 0); ``None`` without a non-empty answer.
+
+    Example:
+        >>> from faithgrpo.testing import tiny_causal_lm
+        >>> model, tokenizer = tiny_causal_lm("llama")
+        >>> answer_logprobs(model, tokenizer, [("Q?", "<think>a</think><answer>1</answer>"), ("Q?", "none")],
+        ...                 progress=False)[1] is None
+        True
+    """
+    from faithgrpo.rewards.text import completion_text
+
+    rows: list[_Row] = []
+    prompt_cache: dict[str, list[int]] = {}
+    out: list[float | None] = []
+    for index, (prompt, completion) in enumerate(pairs):
+        out.append(None)
+        split = _answer_split(tokenizer, completion_text(completion))
+        if split is None:
+            continue
+        key = repr(prompt)
+        if key not in prompt_cache:
+            prompt_cache[key] = _prompt_ids(tokenizer, prompt)
+        rows.append(_Row(index, 0, prompt_cache[key] + split[0], split[1], []))
     if rows:
         import torch
 

@@ -561,6 +561,7 @@ def cached_generate(
     overwrite: bool = False,
     progress: bool = True,
     check_prompts: bool = False,
+    backend: str = "transformers",
 ) -> tuple[list[CompletionRecord], dict[str, Any]]:
     """Reuse the cache at ``path`` when it holds exactly these prompts with these settings; generate otherwise.
 
@@ -575,6 +576,7 @@ def cached_generate(
         progress: show a progress bar while generating.
         check_prompts: also require the cached prompt texts to equal ``prompts`` (for prompts built
             from other outputs, such as judge prompts, whose ids stay the same when their text changes).
+        backend: the generation backend (``"transformers"`` or ``"vllm"``); part of the cache key.
 
     Returns:
         ``(records, stats)``: the records in ``ids`` order, and ``{"cached": bool, "completions",
@@ -585,7 +587,7 @@ def cached_generate(
     """
     path = Path(path)
     if path.exists() and not overwrite:
-        expected = {**asdict(settings), **metadata, "backend": "transformers"}
+        expected = {**asdict(settings), **metadata, "backend": backend}
         records = read_completions(path, expected_settings=expected)
         stale = [r.id for r in records] != [str(i) for i in ids]
         if not stale and check_prompts:
@@ -603,7 +605,7 @@ def cached_generate(
         }
     model, tokenizer = load()
     records, stats = generate_completions(
-        model, tokenizer, prompts, settings, ids=ids, metadata=metadata, progress=progress
+        model, tokenizer, prompts, settings, ids=ids, metadata=metadata, progress=progress, backend=backend
     )
     write_completions(path, records)
     return records, {"cached": False, **stats.to_dict()}

@@ -1,0 +1,306 @@
+"""Best-of-K selection on frozen candidate pools: which selector picks a valid answer, and how often?
+
+The experiment of the CALVER paper (DESIGN §3.4): every question has a pool of ``G`` sampled
+completions; for each K, seeded K-subsets of the pool are drawn (the whole pool when K = G) and
+each *selector* picks one completion of the subset:
+
+==============  ==============================================================================
+selector        picks
+==============  ==============================================================================
+``calver``      the earliest completion with the maximal CALVER score S (0..6)
+``plurality``   the first completion whose normalised answer is the most frequent (earliest on
+                ties; unparsable answers do not vote; nothing votes: the first completion)
+``confidence``  the highest mean answer-token log-probability (earliest on ties; undefined lowest)
+``random``      a uniformly random completion (seeded per question, K and subset)
+==============  ==============================================================================
+
+Each pick is graded twice: ``valid`` (the graph predicate accepts the answer: any valid set counts,
+listed or not) and ``exact`` (the answer equals a listed answer, any member where several are
+listed). A question's accuracy at K is the mean over its subsets; the dataset accuracy is the mean
+over questions with a bootstrap interval over questions (a question's subsets and samples are
+resampled together: prompt-clustered). The CALVER − plurality difference is paired: the per-question
+differences are bootstrapped.
+
+Audit figures (per K, counted over all drawn subsets, "draws"): draws whose pool holds a valid answer;
+draws where an invalid answer is the *unique* plurality (strictly more votes than any other answer)
+and how often CALVER still picks a valid one; *repairs* (plurality invalid, CALVER valid) and *new
+errors* (plurality valid, CALVER invalid) among draws holding a valid answer; CALVER picks that are
+valid yet differ from every listed answer.
+
+Complexity: O(Σ_K subsets · K) per question. Pure Python over already-graded candidates; no model.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from faithgrpo.eval.passk import Estimate, bootstrap_mean, seeded_rng
+from faithgrpo.rewards.selection import best_of_k_index, plurality_index
+
+__all__ = [
+    "GRADINGS",
+    "SELECTORS",
+    "Audit",
+    "BestOfKResult",
+    "Candidate",
+    "Pool",
+    "draw_subsets",
+    "pick",
+    "run_selection",
+]
+
+SELECTORS = ("calver", "plurality", "confidence", "random")
+GRADINGS = ("valid", "exact")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One graded completion of a pool.
+
+    Attributes:
+        answer: the normalised answer (plurality's vote), ``None`` when unparsable.
+        calver: CALVER score S in 0..6.
+        confidence: mean answer-token log-probability, ``None`` when undefined (no answer).
+        valid: the graph predicate (the CLEAR judge) accepts the answer.
+        exact: the answer equals a listed answer.
+    """
+
+    answer: str | None
+    calver: int
+    confidence: float | None
+    valid: bool
+    exact: bool
+
+
+@dataclass(frozen=True)
+class Pool:
+    """The ``G`` graded completions of one question, in generation order."""
+
+    id: str
+    stratum: str
+    candidates: tuple[Candidate, ...]
+
+
+@dataclass(frozen=True)
+class Audit:
+    """The paper's audit figures at one K (counts over drawn subsets)."""
+
+    k: int
+    draws: int = 0
+    with_valid: int = 0
+    invalid_unique_plurality: int = 0
+    calver_valid_despite_plurality: int = 0
+    repairs: int = 0
+    new_errors: int = 0
+    calver_valid: int = 0
+    calver_valid_not_listed: int = 0
+
+
+@dataclass(frozen=True)
+class BestOfKResult:
+    """Accuracy per K, selector and grading, the paired CALVER − plurality difference, the audit.
+
+    ``accuracy[k][selector][grading]`` and ``paired[k][grading]`` are `Estimate`s over questions;
+    ``by_stratum[stratum][k][selector][grading]`` the same within one stratum (task type × variant).
+    """
+
+    questions: int
+    samples: int
+    ks: tuple[int, ...]
+    subsets: int
+    accuracy: dict[int, dict[str, dict[str, Estimate]]]
+    paired: dict[int, dict[str, Estimate]]
+    audit: dict[int, Audit]
+    by_stratum: dict[str, dict[int, dict[str, dict[str, Estimate]]]] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        def est(tree: Any) -> Any:
+            if isinstance(tree, Estimate):
+                return tree.to_dict()
+            return {str(key): est(value) for key, value in tree.items()}
+
+        return {
+            "questions": self.questions,
+            "samples": self.samples,
+            "ks": list(self.ks),
+            "subsets": self.subsets,
+            "accuracy": est(self.accuracy),
+            "paired_calver_minus_plurality": est(self.paired),
+            "audit": {str(k): asdict(a) for k, a in self.audit.items()},
+            "by_stratum": est(self.by_stratum),
+        }
+
+
+def draw_subsets(g: int, k: int, subsets: int, seed: int, pool_id: str) -> list[list[int]]:
+    """Seeded K-subsets of ``range(g)`` in generation order; the whole pool once when ``k == g``.
+
+    Example:
+        >>> draw_subsets(4, 4, 8, 0, "q"), len(draw_subsets(4, 2, 3, 0, "q"))
+        ([[0, 1, 2, 3]], 3)
+    """
+    if not 1 <= k <= g:
+        raise ValueError(f"K={k} must be between 1 and the pool size G={g}")
+    if k == g:
+        return [list(range(g))]
+    rng = random.Random(int(seeded_rng(seed, "best-of-k-subsets", pool_id, k).integers(2**62)))
+    return [sorted(rng.sample(range(g), k)) for _ in range(subsets)]
+
+
+def pick(selector: str, candidates: Sequence[Candidate], rng: random.Random | None = None) -> int:
+    """Index (into ``candidates``) that ``selector`` picks; see the module table.
+
+    Example:
+        >>> c = [Candidate("{A}", 3, -1.0, False, False), Candidate("{B}", 6, -2.0, True, True),
+        ...      Candidate("{A}", 2, -0.5, False, False)]
+        >>> [pick(s, c) for s in ("calver", "plurality", "confidence")]
+        [1, 0, 2]
+    """
+    if not candidates:
+        raise ValueError("cannot pick from an empty pool")
+    if selector == "calver":
+        return best_of_k_index([c.calver for c in candidates])
+    if selector == "plurality":
+        return plurality_index([c.answer for c in candidates])
+    if selector == "confidence":
+        return best_of_k_index([float("-inf") if c.confidence is None else c.confidence for c in candidates])
+    if selector == "random":
+        return (rng or random.Random(0)).randrange(len(candidates))
+    raise ValueError(f"unknown selector {selector!r}; use one of {SELECTORS}")
+
+
+def _unique_plurality(candidates: Sequence[Candidate]) -> str | None:
+    """The answer with strictly more votes than any other, else ``None``."""
+    counts: dict[str, int] = {}
+    for c in candidates:
+        if c.answer is not None:
+            counts[c.answer] = counts.get(c.answer, 0) + 1
+    if not counts:
+        return None
+    ranked = sorted(counts.values(), reverse=True)
+    if len(ranked) > 1 and ranked[0] == ranked[1]:
+        return None
+    return max(counts, key=counts.__getitem__)
+
+
+def _audit_draw(
+    tally: dict[str, int], subset: Sequence[Candidate], calver: Candidate, plural: Candidate
+) -> None:
+    tally["draws"] += 1
+    if calver.valid:
+        tally["calver_valid"] += 1
+        tally["calver_valid_not_listed"] += not calver.exact
+    if any(c.valid for c in subset):
+        tally["with_valid"] += 1
+        tally["repairs"] += (not plural.valid) and calver.valid
+        tally["new_errors"] += plural.valid and not calver.valid
+    unique = _unique_plurality(subset)
+    if unique is not None and not plural.valid:
+        tally["invalid_unique_plurality"] += 1
+        tally["calver_valid_despite_plurality"] += calver.valid
+
+
+def run_selection(
+    pools: Sequence[Pool],
+    ks: Sequence[int],
+    *,
+    subsets: int = 16,
+    seed: int = 0,
+    n_bootstrap: int = 1000,
+    confidence: float = 0.95,
+) -> BestOfKResult:
+    """Run every selector at every K on the pools and grade the picks (see the module docstring).
+
+    Args:
+        pools: one `Pool` per question; all pools must have the same size G ≥ max(ks).
+        ks: subset sizes, each in 1..G.
+        subsets: K-subsets drawn per question when K < G.
+        seed: seed of the subsets, the random selector and the bootstrap.
+        n_bootstrap, confidence: bootstrap settings (over questions).
+
+    Returns:
+        `BestOfKResult`.
+
+    Raises:
+        ValueError: no pools, pools of different sizes, or a K outside 1..G.
+
+    Example:
+        >>> good, bad = Candidate("{B}", 6, -2.0, True, False), Candidate("{A}", 2, -1.0, False, False)
+        >>> result = run_selection([Pool("q1", "s", (bad, bad, good))], [3], n_bootstrap=0)
+        >>> result.accuracy[3]["calver"]["valid"].value, result.accuracy[3]["plurality"]["valid"].value
+        (1.0, 0.0)
+    """
+    if not pools:
+        raise ValueError("no questions to select on")
+    sizes = {len(p.candidates) for p in pools}
+    if len(sizes) != 1:
+        raise ValueError(f"every pool must hold the same number of samples, got sizes {sorted(sizes)}")
+    g = sizes.pop()
+    ks = tuple(int(k) for k in ks)
+    for k in ks:
+        if not 1 <= k <= g:
+            raise ValueError(f"K={k} must be between 1 and the number of samples G={g}")
+
+    # per_question[k][selector][grading] -> list of per-question accuracies (pool order)
+    per_question = {k: {s: {gr: [] for gr in GRADINGS} for s in SELECTORS} for k in ks}
+    audit = {k: dict.fromkeys((f for f in Audit.__dataclass_fields__ if f != "k"), 0) for k in ks}
+    for pool in pools:
+        for k in ks:
+            draws = draw_subsets(g, k, subsets, seed, pool.id)
+            rng = random.Random(int(seeded_rng(seed, "best-of-k-random", pool.id, k).integers(2**62)))
+            hits = {s: {gr: 0 for gr in GRADINGS} for s in SELECTORS}
+            for indices in draws:
+                subset = [pool.candidates[i] for i in indices]
+                chosen = {s: subset[pick(s, subset, rng)] for s in SELECTORS}
+                for s, cand in chosen.items():
+                    hits[s]["valid"] += cand.valid
+                    hits[s]["exact"] += cand.exact
+                _audit_draw(audit[k], subset, chosen["calver"], chosen["plurality"])
+            for s in SELECTORS:
+                for gr in GRADINGS:
+                    per_question[k][s][gr].append(hits[s][gr] / len(draws))
+
+    def estimate(values: Sequence[float], *salt: Any) -> Estimate:
+        return bootstrap_mean(values, n_bootstrap=n_bootstrap, confidence=confidence, seed=seed, salt=salt)
+
+    accuracy = {
+        k: {s: {gr: estimate(per_question[k][s][gr], "acc", k, s, gr) for gr in GRADINGS} for s in SELECTORS}
+        for k in ks
+    }
+    paired = {
+        k: {
+            gr: estimate(
+                [a - b for a, b in zip(per_question[k]["calver"][gr], per_question[k]["plurality"][gr])],
+                "paired",
+                k,
+                gr,
+            )
+            for gr in GRADINGS
+        }
+        for k in ks
+    }
+    by_stratum: dict[str, dict[int, dict[str, dict[str, Estimate]]]] = {}
+    for stratum in sorted({p.stratum for p in pools}):
+        rows = [i for i, p in enumerate(pools) if p.stratum == stratum]
+        by_stratum[stratum] = {
+            k: {
+                s: {
+                    gr: estimate([per_question[k][s][gr][i] for i in rows], "stratum", stratum, k, s, gr)
+                    for gr in GRADINGS
+                }
+                for s in SELECTORS
+            }
+            for k in ks
+        }
+    return BestOfKResult(
+        questions=len(pools),
+        samples=g,
+        ks=ks,
+        subsets=subsets,
+        accuracy=accuracy,
+        paired=paired,
+        audit={k: Audit(k=k, **audit[k]) for k in ks},
+        by_stratum=by_stratum,
+    )

@@ -40,13 +40,16 @@ def _cmd_model(args: argparse.Namespace) -> int:
 
 
 def _cmd_clear_eval(args: argparse.Namespace) -> int:
-    """Judge every CLEAR record's listed answer; print acceptance per task and question type."""
+    """Judge every CLEAR record's listed answer; print counts per task type and question type."""
     from faithgrpo.tasks.clear import evaluate_file, format_summary
 
     try:
-        summary = evaluate_file(args.file)
-    except (OSError, ValueError) as err:
-        print(f"error: {err}", file=sys.stderr)
+        summary = evaluate_file(args.path)
+    except FileNotFoundError:
+        print(f"error: No such file or directory: {args.path}", file=sys.stderr)
+        return 2
+    except (OSError, ValueError) as err:  # a directory without records, undecodable bytes
+        print(f"error: {' '.join(str(err).split())}", file=sys.stderr)
         return 2
     print(format_summary(summary))
     return 0
@@ -67,14 +70,18 @@ def build_parser() -> argparse.ArgumentParser:
     model.set_defaults(func=_cmd_model)
 
     clear = sub.add_parser(
-        "clear-eval", help="check that the CLEAR judge accepts each record's listed answer"
+        "clear-eval",
+        help="judge each CLEAR record's listed answer; counts per task type and question type",
     )
-    clear.add_argument("file", help="CLEAR records, one JSON object per line")
+    clear.add_argument(
+        "path", help="a CLEAR JSON-Lines file, or a directory of them (CLEAR's data/json_single/)"
+    )
     clear.set_defaults(func=_cmd_clear_eval)
 
-    from faithgrpo.eval.cli import add_eval_subcommand
+    from faithgrpo.eval.cli import add_clear_bestofk_subcommand, add_eval_subcommand
 
     add_eval_subcommand(sub)
+    add_clear_bestofk_subcommand(sub)
     return parser
 
 

@@ -1,0 +1,81 @@
+"""Latency of the CLEAR judge per judgement, by task type, over the template records.
+
+Judges every record of ``tests/data/clear_templates.jsonl`` (every CLEAR_FORMAT.md template on
+4-9 node DAGs, ADMGs and directed graphs) against its listed answers, its accepted candidates and
+its brute-force wrong answers. "cold" empties the parse and enumeration caches before each
+judgement (a record seen for the first time: description and question parsing, brute force over
+subsets, path enumeration); "warm" keeps them (the same record judged again, as for the K samples
+of one prompt). Target: <= 1 ms per judgement.
+
+Prints one JSON object: ``{"cold": {task_type: {"n", "median_us", "p99_us", "max_us"}, ...,
+"all": {...}}, "warm": {...}}``.
+
+Usage:
+    python benchmarks/bench_clear.py [--repeats 3] [--records tests/data/clear_templates.jsonl]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import statistics
+import time
+from pathlib import Path
+
+from faithgrpo.tasks.clear import _clear_caches, judge, listed_answers
+
+DEFAULT = Path(__file__).resolve().parents[1] / "tests" / "data" / "clear_templates.jsonl"
+
+
+def summarize(samples: list[float]) -> dict:
+    samples = sorted(samples)
+    return {
+        "n": len(samples),
+        "median_us": round(statistics.median(samples), 1),
+        "p99_us": round(samples[min(len(samples) - 1, int(0.99 * len(samples)))], 1),
+        "max_us": round(samples[-1], 1),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=Path, default=DEFAULT)
+    parser.add_argument("--repeats", type=int, default=3, help="timed passes; the fastest of each is kept")
+    args = parser.parse_args()
+    records = [json.loads(line) for line in args.records.read_text().splitlines() if line.strip()]
+    jobs = [
+        (r, c)
+        for r in records
+        for c in [*(listed_answers(r) or [r["answer"]]), *r.get("accept", []), *r.get("reject", [])]
+    ]
+    out = {}
+    for mode in ("cold", "warm"):
+        best: list[float] = [float("inf")] * len(jobs)
+        _clear_caches()
+        filled = False
+        for _ in range(args.repeats + (mode == "warm")):  # warm: one untimed pass fills the caches
+            gc.collect()
+            gc.disable()
+            try:
+                for i, (r, c) in enumerate(jobs):
+                    if mode == "cold":
+                        _clear_caches()
+                    t0 = time.perf_counter()
+                    judge(r, c)
+                    t = (time.perf_counter() - t0) * 1e6
+                    if mode == "cold" or filled:
+                        best[i] = min(best[i], t)
+            finally:
+                gc.enable()
+            filled = True
+        by_task: dict[str, list[float]] = {}
+        for (r, _), t in zip(jobs, best):
+            by_task.setdefault(r["task_type"], []).append(t)
+        out[mode] = {task: summarize(ts) for task, ts in sorted(by_task.items())}
+        out[mode]["all"] = summarize(best)
+    print(json.dumps(out, indent=1))
+
+
+if __name__ == "__main__":
+    main()

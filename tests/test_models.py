@@ -157,13 +157,20 @@ def test_interrupted_conversion_leaves_no_cache(monkeypatch, tmp_path):
     assert list(target.parent.iterdir()) == []
 
 
-def test_cli_clear_eval_reports_the_hand_written_records(tmp_path):
+def test_cli_clear_eval_reports_a_file_and_a_directory(tmp_path):
     from pathlib import Path
 
-    records = Path(__file__).parent / "data" / "clear_records.jsonl"
+    records = Path(__file__).parent / "data" / "clear_templates.jsonl"
     out = run_with_deadline([sys.executable, "-m", "faithgrpo.cli", "clear-eval", str(records)], timeout=600)
     assert out.returncode == 0, out.log()
-    assert "backdoor_adjustment_set" in out.stdout and "accepted" in out.stdout
+    # 948 template records; 54 are cases the judge must leave undecided (see tests/clear_records.py)
+    assert out.stdout.splitlines()[-1].split() == ["all", "948", "894", "894", "0", "54"]
+    lines = records.read_text().splitlines()
+    (tmp_path / "a.json").write_text("\n".join(lines[:10]) + "\n")
+    (tmp_path / "b.json").write_text("\n".join(lines[10:25]) + "\n")
+    out = run_with_deadline([sys.executable, "-m", "faithgrpo.cli", "clear-eval", str(tmp_path)], timeout=600)
+    assert out.returncode == 0, out.log()
+    assert out.stdout.splitlines()[-1].split()[:2] == ["all", "25"]
     missing = run_with_deadline(
         [sys.executable, "-m", "faithgrpo.cli", "clear-eval", str(tmp_path / "none.jsonl")], timeout=600
     )

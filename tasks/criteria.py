@@ -67,6 +67,7 @@ __all__ = [
     "d_separated",
     "directed_paths",
     "find_directed_cycle",
+    "frontdoor_candidates",
     "has_directed_path",
     "interventional_ate",
     "is_backdoor_path",
@@ -78,17 +79,22 @@ __all__ = [
     "is_frontdoor_set",
     "is_m_separator",
     "is_maximal_backdoor_set",
+    "is_maximal_frontdoor_set",
     "is_mediator",
     "is_minimal_backdoor_set",
     "is_minimal_d_separator",
+    "is_minimal_frontdoor_set",
     "is_minimal_m_separator",
     "is_path",
     "m_separated",
     "markov_blanket",
     "maximal_backdoor_set",
+    "maximal_backdoor_sets",
+    "maximal_frontdoor_set",
     "mediators",
     "minimal_backdoor_set",
     "minimal_d_separator",
+    "minimal_frontdoor_set",
     "minimal_m_separator",
     "open_backdoor_path",
     "path_is_blocked",
@@ -615,20 +621,84 @@ def maximal_backdoor_set(g: CausalGraph, x: str, y: str) -> frozenset[str] | Non
     backdoor path starts ``x <- p`` with p a non-collider; if y is not a parent of x, every such p is
     a non-descendant of x, so the set of *all* candidates (nodes other than x, y and De(x)) blocks
     every backdoor path; if y is a parent of x the path ``x <- y`` cannot be blocked at all. In ADMGs
-    maximal sets need not be unique, so this raises ``ValueError`` there.
+    maximal sets need not be unique (a backdoor path may start ``x <-> p`` with p a collider), so
+    this raises ``ValueError`` there; use :func:`maximal_backdoor_sets`.
 
     Complexity: ``O(|V| + |E|)``.
     """
     if g.kind != "DAG":
-        raise ValueError(f"the maximal backdoor set is defined here for DAGs only, got {g.kind}")
+        raise ValueError(
+            f"the maximal backdoor set is unique only in DAGs, got {g.kind}; use maximal_backdoor_sets"
+        )
     allowed = backdoor_candidates(g, x, y)
     return allowed if is_backdoor_set(g, x, y, allowed) else None
 
 
 def is_maximal_backdoor_set(g: CausalGraph, x: str, y: str, zs: Iterable[str]) -> bool:
-    """Whether ``zs`` is the maximal backdoor set for (x, y) in a DAG (see :func:`maximal_backdoor_set`)."""
-    best = maximal_backdoor_set(g, x, y)
-    return best is not None and _nodes(g, zs, "Z") == best
+    """Whether ``zs`` is a backdoor set for (x, y) with no proper superset that is one (DAG or ADMG).
+
+    One-node additions suffice: Z is maximal iff it is valid and Z ∪ {v} is not, for every
+    candidate v ∉ Z (:func:`backdoor_candidates`). Proof (on the canonical DAG with x's outgoing
+    edges removed, where S ⊆ R is valid iff S separates x and y in M(S), the moral graph of the
+    ancestral set A(S) = An({x, y} ∪ S), by Lauritzen's criterion): let Z ⊂ W ⊆ R both be valid. If some v ∈ W ∖ Z lies in A(Z), then
+    A(Z ∪ {v}) = A(Z) and Z ∪ {v} contains the cut Z of M(Z). Otherwise take v ∈ W ∖ Z with no other
+    node of W ∖ Z among its ancestors; a connecting path of M(Z ∪ {v}) avoiding Z ∪ {v} meets no node
+    of W (those in A(Z ∪ {v}) are Z and v) and is a path of M(W) ⊇ M(Z ∪ {v}), contradicting W. So
+    Z ∪ {v} is valid either way. The tests check this against brute force over all supersets on
+    thousands of random DAGs and ADMGs. In a DAG this is Z = :func:`maximal_backdoor_set`.
+
+    Complexity: ``O(|R| (|V| + |E|))``.
+    """
+    if not is_backdoor_set(g, x, y, zs):
+        return False
+    z = _nodes(g, zs, "Z")
+    return not any(is_backdoor_set(g, x, y, z | {v}) for v in backdoor_candidates(g, x, y) - z)
+
+
+def _natural(z: frozenset[str]) -> tuple:
+    return (len(z), [node_sort_key(v) for v in sorted(z, key=node_sort_key)])
+
+
+def maximal_backdoor_sets(
+    g: CausalGraph, x: str, y: str, *, limit: int = 64, max_checks: int = 4_096
+) -> list[frozenset[str]]:
+    """Maximal backdoor sets for (x, y) (DAG or ADMG), smallest first, then natural order.
+
+    Exhaustive (every maximal set) when the candidates have at most ``max_checks`` subsets;
+    otherwise the maximal sets grown from :func:`minimal_backdoor_set`, ∅ and each single candidate
+    (those that are backdoor sets) by adding the first candidate (natural order) that keeps the set
+    valid, until none does (maximal by :func:`is_maximal_backdoor_set`). At most ``limit`` sets. In
+    a DAG the answer is ``[maximal_backdoor_set(g, x, y)]`` (or ``[]``).
+
+    Complexity: exhaustive ``O(2^|R| (|V| + |E| + |R|))``, else ``O(|R|^3 (|V| + |E|))``.
+    """
+    allowed = backdoor_candidates(g, x, y)
+    items = sorted(allowed, key=node_sort_key)
+    found: set[frozenset[str]] = set()
+    if len(items) < 63 and 2 ** len(items) <= max_checks:
+        valid = {
+            frozenset(combo)
+            for k in range(len(items) + 1)
+            for combo in itertools.combinations(items, k)
+            if is_backdoor_set(g, x, y, combo)
+        }
+        # maximal: no valid one-node superset (enough, see is_maximal_backdoor_set)
+        found = {z for z in valid if not any(z | {v} in valid for v in allowed - z)}
+    else:
+        smallest = minimal_backdoor_set(g, x, y)
+        seeds = [] if smallest is None else [smallest, frozenset(), *(frozenset((v,)) for v in items)]
+        for z in seeds:
+            if not is_backdoor_set(g, x, y, z):
+                continue
+            grown = True
+            while grown:
+                grown = False
+                for v in sorted(allowed - z, key=node_sort_key):
+                    if is_backdoor_set(g, x, y, z | {v}):
+                        z, grown = z | {v}, True
+                        break
+            found.add(z)
+    return sorted(found, key=_natural)[:limit]
 
 
 def is_frontdoor_set(g: CausalGraph, x: str, y: str, zs: Iterable[str]) -> bool:
@@ -642,7 +712,8 @@ def is_frontdoor_set(g: CausalGraph, x: str, y: str, zs: Iterable[str]) -> bool:
     edges removed; (ii) rules out z being an ancestor of x, so removing z's edges does not change
     which colliders {x} opens).
     Taken literally, ``Z = ∅`` qualifies exactly when x has no directed path to y. In ADMGs
-    separation is m-separation.
+    separation is m-separation. Conditions (ii) and (iii) hold member by member, so the valid sets
+    are the subsets of :func:`frontdoor_candidates` that satisfy (i).
 
     Complexity: ``O(|Z| (|V| + |E|))``.
 
@@ -659,15 +730,8 @@ def is_frontdoor_set(g: CausalGraph, x: str, y: str, zs: Iterable[str]) -> bool:
     z = _nodes(g, zs, "Z")
     if x in z or y in z:
         return False
-    # (i) BFS from x that may not enter Z
-    seen, stack = {x}, [x]
-    while stack:
-        for c in g.children(stack.pop()):
-            if c == y:
-                return False
-            if c not in z and c not in seen:
-                seen.add(c)
-                stack.append(c)
+    if not _intercepts(g, x, y, z):
+        return False
     if not z:
         return True
     # (ii)
@@ -677,6 +741,97 @@ def is_frontdoor_set(g: CausalGraph, x: str, y: str, zs: Iterable[str]) -> bool:
     return all(
         _separated(g, frozenset((v,)), frozenset((y,)), frozenset((x,)), cut=frozenset((v,))) for v in z
     )
+
+
+def _intercepts(g: CausalGraph, x: str, y: str, z: frozenset[str]) -> bool:
+    """Condition (i): every directed path x -> ... -> y has an inner node in ``z`` (BFS avoiding z)."""
+    seen, stack = {x}, [x]
+    while stack:
+        for c in g.children(stack.pop()):
+            if c == y:
+                return False
+            if c not in z and c not in seen:
+                seen.add(c)
+                stack.append(c)
+    return True
+
+
+def frontdoor_candidates(g: CausalGraph, x: str, y: str) -> frozenset[str]:
+    """Nodes v ∉ {x, y} that satisfy front-door conditions (ii) and (iii) on their own.
+
+    (ii) and (iii) are statements about each member separately (no open backdoor path x … v given
+    ∅; every backdoor path v … y blocked by {x}), so a set is a front-door set iff it is a subset of
+    these candidates that intercepts every directed path from x to y (condition (i)).
+
+    Complexity: ``O(|V| (|V| + |E|))``.
+    """
+    _require_acyclic(g, "the front-door criterion")
+    x, y = _node(g, x, "treatment"), _node(g, y, "outcome")
+    if x == y:
+        raise ValueError("treatment and outcome must differ")
+    fails_ii = _reach(g, frozenset((x,)), frozenset(), frozenset((x,)))
+    return frozenset(
+        v
+        for v in g.node_set - {x, y} - fails_ii
+        if _separated(g, frozenset((v,)), frozenset((y,)), frozenset((x,)), cut=frozenset((v,)))
+    )
+
+
+def is_minimal_frontdoor_set(g: CausalGraph, x: str, y: str, zs: Iterable[str]) -> bool:
+    """Whether ``zs`` is a front-door set for (x, y) and no proper subset of it is.
+
+    Removing z from a valid Z keeps conditions (ii) and (iii) (they hold member by member), so
+    Z ∖ {z} fails only by condition (i): a directed path x -> ... -> y that avoids Z ∖ {z}. Since
+    (i) is upward closed, a valid proper subset exists iff some Z ∖ {z} is valid. Hence Z is minimal
+    iff it is valid and, for each z ∈ Z, some directed path x -> ... -> y meets Z only at z (the
+    certificate CALVER asks for). ``Z = ∅`` is minimal whenever it is valid (no directed path).
+    The tests check this against brute force over all subsets.
+
+    Complexity: ``O(|Z| (|V| + |E|))``.
+    """
+    if not is_frontdoor_set(g, x, y, zs):
+        return False
+    z = _nodes(g, zs, "Z")
+    return not any(_intercepts(g, x, y, z - {v}) for v in z)
+
+
+def maximal_frontdoor_set(g: CausalGraph, x: str, y: str) -> frozenset[str] | None:
+    """The maximal front-door set for (x, y), or ``None`` when no front-door set exists.
+
+    Definition: a front-door set with no proper superset that is one. It is unique: the valid
+    sets are the subsets of :func:`frontdoor_candidates` that intercept every directed path x … y,
+    and intercepting is upward closed, so if any valid set exists the candidates themselves are one
+    and contain all others. A node v outside it cannot be added because v alone violates (ii) (an
+    open backdoor path x … v given ∅) or (iii) (an open backdoor path v … y given {x}).
+
+    Complexity: ``O(|V| (|V| + |E|))``.
+    """
+    allowed = frontdoor_candidates(g, x, y)
+    return allowed if _intercepts(g, x, y, allowed) else None
+
+
+def is_maximal_frontdoor_set(g: CausalGraph, x: str, y: str, zs: Iterable[str]) -> bool:
+    """Whether ``zs`` is the maximal front-door set for (x, y) (see :func:`maximal_frontdoor_set`)."""
+    best = maximal_frontdoor_set(g, x, y)
+    return best is not None and _nodes(g, zs, "Z") == best
+
+
+def minimal_frontdoor_set(g: CausalGraph, x: str, y: str) -> frozenset[str] | None:
+    """One minimal front-door set for (x, y), or ``None`` when none exists.
+
+    Starts from :func:`maximal_frontdoor_set` and drops each member (natural order) whose removal
+    still intercepts every directed path; a member kept was needed then and stays needed in the
+    smaller final set, so the result is minimal (:func:`is_minimal_frontdoor_set`).
+
+    Complexity: ``O(|V| (|V| + |E|))``.
+    """
+    z = maximal_frontdoor_set(g, x, y)
+    if z is None:
+        return None
+    for v in sorted(z, key=node_sort_key):
+        if _intercepts(g, x, y, z - {v}):
+            z = z - {v}
+    return z
 
 
 # ---------------------------------------------------------------------------------------------

@@ -40,10 +40,18 @@ default: when more such paths exist, ``cap`` distinct true ones suffice):
 * ``backdoor_set`` Z: every backdoor path X…Y claimed blocked given Z (or ``no backdoor path``);
   each z ∈ Z claimed a non-descendant of X (or left out of a ``descendants of X`` claim);
   *minimal*: for each z, a backdoor path claimed open given Z∖{z}; *maximal*: a ``descendants of X``
-  claim from which Z is everything else but X and Y.
+  claim, and for each other node v (not in Z, not X, Y or a descendant of X) a backdoor path claimed
+  open given Z ∪ {v} (in a DAG the maximal set is every such node, so nothing is left to show).
+  One-node additions decide maximality, in ADMGs too (proof in
+  :func:`~faithgrpo.tasks.criteria.is_maximal_backdoor_set`).
 * ``frontdoor_set`` Z: every directed path X…Y claimed (``directed path``) and each passes through Z
   (or ``no directed path from X to Y``); for each z, every backdoor path X…z blocked given {} and
-  every backdoor path z…Y blocked given {X} (or the ``no backdoor path`` claims).
+  every backdoor path z…Y blocked given {X} (or the ``no backdoor path`` claims). *minimal*: for
+  each z, a claimed directed path X…Y whose only node in Z is z (Z∖{z} keeps (ii) and (iii), so it
+  fails only by such a path; within the cap the listed directed paths already include one);
+  *maximal*: for each node v outside Z ∪ {X, Y}, a backdoor path X…v claimed open given {} (v
+  breaks (ii)) or a backdoor path v…Y claimed open given {X} (v breaks (iii)); these are the only
+  reasons a node cannot join, since (ii) and (iii) hold member by member and (i) only gets easier.
 * ``dsep_set`` / ``msep_set`` Z: every path between X and Y blocked given Z (no path at all: a
   separation claim given Z); *minimal*: for each z, a path open given Z∖{z}.
 * ``ci_test``: *yes* as a separation set above, given the query's set; *no*: one path claimed open
@@ -608,13 +616,19 @@ def _certify_backdoor(have: _Claims, g: CausalGraph, x: str, y: str, z: frozense
         desc = have.descendant_set(x)
         if desc is None:
             return f"maximality: claim the descendants of {x} ('descendants of {x} = {{...}}')"
-        if z != g.node_set - desc - {x, y}:
-            return f"maximality: {_fmt(z)} is not every node outside {{{x}, {y}}} and the descendants of {x}"
+        # one-node additions decide maximality (criteria.is_maximal_backdoor_set); in a DAG the
+        # maximal set is every candidate, so there is nothing left to add
+        for v in sorted(g.node_set - desc - z - {x, y}, key=node_sort_key):
+            if not have.paths("open", z | {v}, x, y, backdoor=True):
+                return (
+                    f"maximality: {v} is neither in {_fmt(z)} nor a descendant of {x}, and no backdoor "
+                    f"path is shown open given {_fmt(z | {v})}"
+                )
     return None
 
 
 def _certify_frontdoor(
-    have: _Claims, g: CausalGraph, x: str, y: str, z: frozenset[str], cap: int
+    have: _Claims, g: CausalGraph, x: str, y: str, z: frozenset[str], variant: str, cap: int
 ) -> str | None:
     required, complete = _required_paths(g, [(x, y)], ("->",), cap, marks=("->",))
     if not required:
@@ -640,6 +654,26 @@ def _certify_frontdoor(
         )
         if why:
             return f"condition (iii) for {v}: {why}"
+    if variant == "minimal":
+        # Z minus one member still meets (ii) and (iii); it fails only by a directed path avoiding it
+        for v in sorted(z, key=node_sort_key):
+            if not any(set(p.nodes[1:-1]) & z == {v} for p in have.directed(x, y)):
+                return (
+                    f"minimality: no directed path from {x} to {y} is shown that meets {_fmt(z)} only at {v}"
+                )
+    if variant == "maximal":
+        # a node outside Z can be added iff it meets (ii) and (iii) on its own. The (iii) claim is
+        # checked in the whole graph, not with v's outgoing edges removed; the two agree unless v
+        # is an ancestor of X, and then v breaks (ii) anyway, so the claim still proves v is out.
+        for v in sorted(g.node_set - z - {x, y}, key=node_sort_key):
+            if not (
+                have.paths("open", frozenset(), x, v, backdoor=True)
+                or have.paths("open", frozenset((x,)), v, y, backdoor=True)
+            ):
+                return (
+                    f"maximality: {v} is not shown to break (ii) (a backdoor path {x} … {v} open "
+                    f"given {{}}) or (iii) (a backdoor path {v} … {y} open given {{{x}}})"
+                )
     return None
 
 
@@ -759,7 +793,9 @@ def _certify(have: _Claims, ctx: _Context, kind: str, q: Mapping[str, Any], valu
             have, g, q["treatment"], q["outcome"], frozenset(value), q.get("variant", "any"), cap
         )
     if kind == "frontdoor_set":
-        return _certify_frontdoor(have, g, q["treatment"], q["outcome"], frozenset(value), cap)
+        return _certify_frontdoor(
+            have, g, q["treatment"], q["outcome"], frozenset(value), q.get("variant", "any"), cap
+        )
     if kind in ("dsep_set", "msep_set", "ci_test"):
         xs, ys = _as_set(q["x"]), _as_set(q["y"])
         if kind == "ci_test":

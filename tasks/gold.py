@@ -217,6 +217,8 @@ def _valid_sets(g: CausalGraph, q: Mapping) -> list[frozenset[str]]:
         return found
     if kind == "backdoor_set" and q.get("variant", "any") != "maximal":
         z = C.minimal_backdoor_set(g, q["treatment"], q["outcome"])
+    elif kind == "frontdoor_set" and q.get("variant", "any") != "maximal":
+        z = C.minimal_frontdoor_set(g, q["treatment"], q["outcome"])
     elif kind in ("dsep_set", "msep_set"):
         z = C.minimal_m_separator(g, _as_set(q["x"]), _as_set(q["y"]))
     else:
@@ -236,6 +238,21 @@ def _backdoor_certificate(g, x, y, z, style, variant="any") -> list[str]:
     steps += blocked or [f"no backdoor path from {x} to {y}"]
     if variant == "minimal":
         steps += _minimality_steps(g, [(x, y)], z, style, backdoor=True)
+    if variant == "maximal":
+        steps += _backdoor_maximality_steps(g, x, y, z, style)
+    return steps
+
+
+def _backdoor_maximality_steps(g, x, y, z, style) -> list[str]:
+    """For each candidate outside a maximal set, a backdoor path that opens when it is added."""
+    rest = C.backdoor_candidates(g, x, y) - z
+    if not rest:
+        return [f"every variable that is not {x}, {y} or a descendant of {x} is included"]
+    steps = []
+    for v in style.shuffled(sorted(rest, key=node_sort_key)):
+        witness = _open_witness(g, [(x, y)], z | {v}, backdoor=True)
+        if witness is not None:
+            steps.append(f"backdoor path {witness} is open given {_fmt_set(z | {v})}; so {v} cannot be added")
     return steps
 
 
@@ -244,8 +261,6 @@ def _backdoor(g, q, cpts, style):
     variant = q.get("variant", "any")
     z = _pick(_valid_sets(g, q), style)
     steps = _backdoor_certificate(g, x, y, z, style, variant)
-    if variant == "maximal":
-        steps.append(f"every variable that is not {x}, {y} or a descendant of {x} is included")
     steps.append(
         style.choice(
             (
@@ -269,8 +284,55 @@ def _frontdoor(g, q, cpts, style):
         steps += _blocked_steps(g, [(v, y)], frozenset({x}), style, backdoor=True) or [
             f"no backdoor path from {v} to {y}"
         ]
+    variant = q.get("variant", "any")
+    if variant == "minimal":
+        for v in style.shuffled(sorted(z, key=node_sort_key)):
+            path = _directed_via(g, x, v, y, z - {v})
+            if path is not None:
+                steps.append(f"directed path {path}; it meets {_fmt_set(z)} only at {v}, so {v} is needed")
+    if variant == "maximal":
+        for v in style.shuffled(sorted(g.node_set - z - {x, y}, key=node_sort_key)):
+            witness = _open_witness(g, [(x, v)], frozenset(), backdoor=True)
+            if witness is not None:
+                steps.append(f"backdoor path {witness} is open given {{}}; so {v} breaks condition (ii)")
+                continue
+            witness = _open_witness(g, [(v, y)], frozenset({x}), backdoor=True)
+            if witness is not None:
+                steps.append(f"backdoor path {witness} is open given {{{x}}}; so {v} breaks condition (iii)")
     steps.append(f"so {_fmt_set(z)} satisfies the front-door criterion for {x} and {y}")
     return style.choice(_STRATEGIES["frontdoor_set"]), steps, z
+
+
+def _directed_via(g: CausalGraph, x: str, v: str, y: str, avoid: frozenset[str]) -> Path | None:
+    """A shortest directed path x -> ... -> v -> ... -> y with no node in ``avoid``, or ``None``.
+
+    In an acyclic graph the two halves share only v, so the joined path is simple.
+    """
+
+    def shortest(a: str, b: str) -> list[str] | None:
+        prev: dict[str, str | None] = {a: None}
+        frontier = [a]
+        while frontier:
+            nxt = []
+            for u in frontier:
+                for c in sorted(g.children(u), key=node_sort_key):
+                    if c in prev or c in avoid:
+                        continue
+                    prev[c] = u
+                    if c == b:
+                        out = [b]
+                        while prev[out[-1]] is not None:
+                            out.append(prev[out[-1]])
+                        return out[::-1]
+                    nxt.append(c)
+            frontier = nxt
+        return None
+
+    left, right = shortest(x, v), shortest(v, y)
+    if left is None or right is None:
+        return None
+    nodes = (*left, *right[1:])
+    return Path(nodes, ("->",) * (len(nodes) - 1))
 
 
 def _pairs(q) -> list[tuple[str, str]]:

@@ -61,12 +61,15 @@ CLAIM_HINTS = {
         "Write each backdoor path from the treatment as 'backdoor path X <- U -> Y is blocked given "
         "{Z}' with Z your RESULT, and 'U is not a descendant of X' for each member (or 'descendants "
         "of X = {...}'); for a minimal set add, per member, a backdoor path that is open without it; "
-        "if there is none, write 'no backdoor path from X to Y'."
+        "for a maximal set write 'descendants of X = {...}' and, per other non-descendant V, a backdoor "
+        "path that is open given your set plus V; if there is none, write 'no backdoor path from X to Y'."
     ),
     "frontdoor_set": (
         "Write each directed path 'directed path X -> M -> Y' (each must pass through your set); for each "
         "member M, each backdoor path from X to M 'is blocked given {}' and each backdoor path from M to "
-        "Y 'is blocked given {X}' (or 'no backdoor path from X to M')."
+        "Y 'is blocked given {X}' (or 'no backdoor path from X to M'). For a minimal set, per member M a "
+        "directed path that meets your set only at M; for a maximal set, per other variable V a backdoor "
+        "path from X to V open given {} or from V to Y open given {X}."
     ),
     "dsep_set": f"Write every path between the two variables as {_PATH}, given your RESULT set.",
     "msep_set": f"Write every path between the two variables (<-> edges too) as {_PATH}, given your RESULT set.",
@@ -111,16 +114,16 @@ def question_text(query: Mapping) -> str:
     kind = query["kind"]
     variant = query.get("variant", "any")
     minimal = " minimal" if variant == "minimal" else ""
-    if kind == "backdoor_set":
-        extra = " (no proper subset may work)" if variant == "minimal" else ""
+    if kind in ("backdoor_set", "frontdoor_set"):
+        extra = {
+            "minimal": " (no proper subset may work)",
+            "maximal": " (no proper superset may work)",
+        }.get(variant, "")
+        size = {"minimal": " minimal", "maximal": " maximal"}.get(variant, "")
+        criterion = "the backdoor criterion" if kind == "backdoor_set" else "the front-door criterion"
         return (
-            f"Find a{minimal} set of variables that satisfies the backdoor criterion for the effect of "
+            f"Find a{size} set of variables that satisfies {criterion} for the effect of "
             f"{query['treatment']} on {query['outcome']}{extra}."
-        )
-    if kind == "frontdoor_set":
-        return (
-            "Find a set of variables that satisfies the front-door criterion for the effect of "
-            f"{query['treatment']} on {query['outcome']}."
         )
     if kind in ("dsep_set", "msep_set"):
         sep = "d-separates" if kind == "dsep_set" else "m-separates"

@@ -9,9 +9,13 @@ kind             query fields                        graph types     answer     
 ===============  ==================================  ==============  ==============  =====================
 backdoor_set     treatment, outcome (node);          DAG, ADMG       node set        backdoor criterion
                  variant: any | minimal | maximal                                    (minimal: no proper
-                 (maximal: DAG only)                                                 subset valid; maximal:
-                                                                                     no proper superset)
-frontdoor_set    treatment, outcome (node)           DAG, ADMG       node set        Pearl's 3 conditions
+                                                                                     subset valid; maximal:
+                                                                                     no proper superset;
+                                                                                     unique in DAGs)
+frontdoor_set    treatment, outcome (node);          DAG, ADMG       node set        Pearl's 3 conditions
+                 variant: any | minimal | maximal                                    (minimal / maximal as
+                                                                                     above; maximal is
+                                                                                     unique)
 dsep_set         x, y (nodes); variant: any|minimal  DAG             node set        Z d-separates x, y
 msep_set         x, y (nodes); variant: any|minimal  ADMG, DAG       node set        Z m-separates x, y
 ci_test          x, y (nodes); given (nodes, [])     DAG, ADMG       yes / no        yes iff x ⊥ y | given
@@ -322,12 +326,6 @@ def _subsets(pool: frozenset[str], limit: int, max_checks: int, ok: Callable[[fr
 
 # ---------------------------------------------------------------------------------------------
 # per-kind logic: check(graph, query, cpts) raises ValueError; valid(...) / enumerate(...) assume checked
-def _check_backdoor(g, q, cpts):
-    _pair(g, q)
-    if _variant(q) == "maximal" and g.kind != "DAG":
-        raise ValueError("variant 'maximal' is defined for DAGs only; use 'any' or 'minimal' for ADMGs")
-
-
 def _valid_backdoor(g, q, z, cpts):
     x, y = _pair(g, q)
     variant = _variant(q)
@@ -341,8 +339,7 @@ def _valid_backdoor(g, q, z, cpts):
 def _enum_backdoor(g, q, limit, max_checks, cpts):
     x, y = _pair(g, q)
     if _variant(q) == "maximal":
-        best = C.maximal_backdoor_set(g, x, y)
-        return [] if best is None else [best]
+        return C.maximal_backdoor_sets(g, x, y, limit=limit, max_checks=max_checks)
     return _subsets(
         C.backdoor_candidates(g, x, y), limit, max_checks, lambda z: _valid_backdoor(g, q, z, cpts)
     )
@@ -350,12 +347,23 @@ def _enum_backdoor(g, q, limit, max_checks, cpts):
 
 def _valid_frontdoor(g, q, z, cpts):
     x, y = _pair(g, q)
+    variant = _variant(q)
+    if variant == "minimal":
+        return C.is_minimal_frontdoor_set(g, x, y, z)
+    if variant == "maximal":
+        return C.is_maximal_frontdoor_set(g, x, y, z)
     return C.is_frontdoor_set(g, x, y, z)
 
 
 def _enum_frontdoor(g, q, limit, max_checks, cpts):
     x, y = _pair(g, q)
-    return _subsets(g.node_set - {x, y}, limit, max_checks, lambda z: C.is_frontdoor_set(g, x, y, z))
+    if _variant(q) == "maximal":
+        best = C.maximal_frontdoor_set(g, x, y)
+        return [] if best is None else [best]
+    # minimal sets lie inside the candidates ((ii) and (iii) hold member by member); "any" keeps
+    # the full pool so the generator's bounded search (and so its rows) stays as it was
+    pool = C.frontdoor_candidates(g, x, y) if _variant(q) == "minimal" else g.node_set - {x, y}
+    return _subsets(pool, limit, max_checks, lambda z: _valid_frontdoor(g, q, z, cpts))
 
 
 def _check_sep(g, q, cpts):
@@ -692,7 +700,7 @@ QUERY_KINDS: dict[str, QueryKind] = {
                 "adjustment set",
             ),
             "a set Z satisfying the backdoor criterion for the effect of treatment on outcome",
-            _check_backdoor,
+            _check_pair,
             _valid_backdoor,
             _enum_backdoor,
             variants=("any", "minimal", "maximal"),
@@ -708,6 +716,8 @@ QUERY_KINDS: dict[str, QueryKind] = {
             _check_pair,
             _valid_frontdoor,
             _enum_frontdoor,
+            variants=("any", "minimal", "maximal"),
+            params=("variant",),
         ),
         QueryKind(
             "dsep_set",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import random
+from collections import Counter
 
 import networkx as nx
 import pytest
@@ -245,8 +246,8 @@ def test_backdoor_variants_match_brute_force(gxy):
     for z in subsets(universe):
         assert C.is_backdoor_set(g, x, y, z) == (z in valid)
         assert C.is_minimal_backdoor_set(g, x, y, z) == (z in minimal)
-        if g.kind == "DAG":
-            assert C.is_maximal_backdoor_set(g, x, y, z) == (z in maximal)
+        assert C.is_maximal_backdoor_set(g, x, y, z) == (z in maximal)
+    assert set(C.maximal_backdoor_sets(g, x, y, limit=10_000)) == maximal
     assert not C.is_backdoor_set(g, x, y, {x}) and not C.is_backdoor_set(g, x, y, {y})
     found = C.minimal_backdoor_set(g, x, y)
     assert (found is None) == (not valid)
@@ -267,6 +268,138 @@ def test_frontdoor_matches_brute_force(gxy):
     g, x, y = gxy
     for z in subsets(set(g.nodes) - {x, y}):
         assert C.is_frontdoor_set(g, x, y, z) == brute_frontdoor(g, x, y, z), (g, x, y, z)
+
+
+# ---- minimal / maximal front-door sets and maximal backdoor sets in ADMGs, against brute force
+def _random_graph(rng, kind, n):
+    """A random DAG or ADMG on n nodes (names shuffled so natural order is not topological)."""
+    names = [f"V{i}" for i in range(n)]
+    rng.shuffle(names)
+    p, q = rng.choice((0.2, 0.35, 0.5)), rng.choice((0.1, 0.2, 0.35))
+    directed = {(names[i], names[j]) for i, j in itertools.combinations(range(n), 2) if rng.random() < p}
+    bidirected = set()
+    if kind == "ADMG":
+        bidirected = {
+            (names[i], names[j]) for i, j in itertools.combinations(range(n), 2) if rng.random() < q
+        }
+        if not bidirected:
+            bidirected.add((names[0], names[1]) if names[0] < names[1] else (names[1], names[0]))
+    return CausalGraph(kind, tuple(names), frozenset(directed), frozenset(bidirected)).validate()
+
+
+def _extremes(valid):
+    """(minimal, maximal) members of a family of sets, by comparing every pair (brute force)."""
+    minimal = {z for z in valid if not any(w < z for w in valid)}
+    maximal = {z for z in valid if not any(w > z for w in valid)}
+    return minimal, maximal
+
+
+def _graph_cases(seed, count, lo=4, hi=9, *, frontdoor=False):
+    """Random (graph, x, y): mostly x an ancestor of y (the interesting case); for front-door cases
+    x often keeps only a hidden confounder with y (x <-> y) as its arrowhead-bearing edge, the
+    textbook set-up where front-door sets exist."""
+    rng = random.Random(seed)
+    for _ in range(count):
+        g = _random_graph(rng, rng.choice(("DAG", "ADMG")), rng.randint(lo, hi))
+        pairs = [(a, b) for a in g.nodes for b in g.nodes if a != b and C.has_directed_path(g, a, b)]
+        if pairs and rng.random() < 0.85:
+            x, y = rng.choice(pairs)
+        else:
+            x, y = rng.sample(g.nodes, 2)
+        if frontdoor and rng.random() < 0.6:
+            # shield x, and (often) the mediators, from arrowheads other than those of x -> ... -> y
+            shielded = {x}
+            if rng.random() < 0.7:
+                shielded |= C.mediators(g, x, y)
+            keep = {x} | C.mediators(g, x, y)
+            directed = frozenset(e for e in g.directed if e[1] not in shielded or e[0] in keep)
+            bidirected = frozenset(e for e in g.bidirected if not set(e) & shielded)
+            if g.kind == "ADMG":
+                bidirected |= {tuple(sorted((x, y)))}
+            g = CausalGraph(g.kind, g.nodes, directed, bidirected).validate()
+        yield g, x, y
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_frontdoor_minimal_and_maximal_match_brute_force_over_all_subsets(seed):
+    # 4 x 700 random DAGs/ADMGs on 4-9 nodes; every subset of V - {x, y} is judged. Validity comes
+    # from the path-enumeration oracle on graphs up to 6 nodes and from is_frontdoor_set (itself
+    # checked against that oracle above) on larger ones; minimality and maximality come from
+    # comparing every pair of valid sets, never from the characterisations under test.
+    kinds = Counter()
+    for g, x, y in _graph_cases(100 + seed, 700, frontdoor=True):
+        rest = set(g.nodes) - {x, y}
+        oracle = brute_frontdoor if len(g.nodes) <= 6 else C.is_frontdoor_set
+        valid = {z for z in subsets(rest) if oracle(g, x, y, z)}
+        minimal, maximal = _extremes(valid)
+        for z in subsets(rest):
+            assert C.is_minimal_frontdoor_set(g, x, y, z) == (z in minimal), (g, x, y, z)
+            assert C.is_maximal_frontdoor_set(g, x, y, z) == (z in maximal), (g, x, y, z)
+        # (ii) and (iii) are per member: the valid sets are the intercepting subsets of the candidates
+        cands = C.frontdoor_candidates(g, x, y)
+        assert all(z <= cands for z in valid)
+        if valid:
+            assert cands == frozenset().union(*valid)
+        # the maximal set is unique, and it is the candidates when any valid set exists
+        assert len(maximal) <= 1
+        best = C.maximal_frontdoor_set(g, x, y)
+        assert (best is None and not valid) or ({best} == maximal and best == cands)
+        found = C.minimal_frontdoor_set(g, x, y)
+        assert (found is None) == (not valid) and (found is None or found in minimal)
+        if valid and C.has_directed_path(g, x, y):
+            kinds[g.kind] += 1
+            kinds["several minimal"] += len(minimal) > 1
+    # the interesting cases occur: front-door sets that must cut directed paths, several minimal ones
+    assert kinds["DAG"] >= 20 and kinds["ADMG"] >= 20 and kinds["several minimal"] >= 1, kinds
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_maximal_backdoor_sets_match_brute_force_over_all_supersets(seed):
+    # 4 x 700 random DAGs/ADMGs on 4-9 nodes; maximality by comparing every pair of valid sets
+    # (validity from the path oracle up to 6 nodes, from is_backdoor_set above that). This checks
+    # the one-node-addition theorem of is_maximal_backdoor_set: no counterexample may exist.
+    several = Counter()
+    for g, x, y in _graph_cases(200 + seed, 700):
+        rest = set(g.nodes) - {x, y}
+        oracle = brute_backdoor if len(g.nodes) <= 6 else C.is_backdoor_set
+        valid = {z for z in subsets(rest) if oracle(g, x, y, z)}
+        _, maximal = _extremes(valid)
+        for z in subsets(rest):
+            assert C.is_maximal_backdoor_set(g, x, y, z) == (z in maximal), (g, x, y, z)
+        exhaustive = C.maximal_backdoor_sets(g, x, y, limit=10_000)
+        assert set(exhaustive) == maximal
+        assert exhaustive == sorted(exhaustive, key=lambda z: (len(z), sorted(z)))  # V<i> sort naturally < 10
+        grown = C.maximal_backdoor_sets(g, x, y, limit=10_000, max_checks=0)  # the non-exhaustive search
+        assert set(grown) <= maximal and bool(grown) == bool(maximal)
+        if g.kind == "DAG":
+            assert len(maximal) <= 1
+        several[g.kind] += len(maximal) > 1
+    assert several["ADMG"] > 0 and several["DAG"] == 0  # ADMG maximal sets need not be unique
+
+
+def test_maximal_sets_textbook():
+    # ADMG: X <-> C <-> Y makes C a collider; {U} is maximal although C is a non-descendant of X
+    g = parse_graph("U -> X; U -> Y; X -> Y; X <-> C; C <-> Y")
+    assert C.is_maximal_backdoor_set(g, "X", "Y", {"U"})
+    assert not C.is_backdoor_set(g, "X", "Y", {"U", "C"})
+    with pytest.raises(ValueError, match="DAGs"):
+        C.maximal_backdoor_set(g, "X", "Y")
+    # two maximal sets: on X <-> B <-> A <-> Y either collider alone leaves the other one closed
+    g = parse_graph("X -> Y; X <-> B; B <-> A; A <-> Y")
+    assert C.maximal_backdoor_sets(g, "X", "Y") == [frozenset({"A"}), frozenset({"B"})]
+    assert C.maximal_backdoor_sets(g, "X", "Y", max_checks=0) == [frozenset({"A"}), frozenset({"B"})]
+    # front-door: two routes X -> A -> Y and X -> B -> Y; W -> X breaks (ii), S <-> Y breaks (iii)
+    g = parse_graph("X -> A -> Y; X -> B -> Y; X <-> Y; W -> X; S <-> Y")
+    assert C.frontdoor_candidates(g, "X", "Y") == {"A", "B"}
+    assert C.is_minimal_frontdoor_set(g, "X", "Y", {"A", "B"})
+    assert C.maximal_frontdoor_set(g, "X", "Y") == {"A", "B"}
+    g = parse_graph("X -> A -> B -> Y; X <-> Y")
+    assert C.is_frontdoor_set(g, "X", "Y", {"A", "B"}) and not C.is_minimal_frontdoor_set(
+        g, "X", "Y", {"A", "B"}
+    )
+    assert C.minimal_frontdoor_set(g, "X", "Y") == {"B"}  # A is dropped first (natural order)
+    assert C.is_maximal_frontdoor_set(g, "X", "Y", {"A", "B"})
+    assert C.is_minimal_frontdoor_set(parse_graph("Y -> X"), "X", "Y", set())  # no directed path
 
 
 def test_mbias_textbook():

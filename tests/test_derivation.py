@@ -801,6 +801,10 @@ DS = dag("X->M", "M->Y", "C->X", "C->Y", "X->K", "Y->K")  # chain, fork, collide
 FD = dag("X->M", "M->Y", bidirected=("X<->Y",))  # the front-door graph
 MS = dag("X->M", "W->Y", bidirected=("M<->Y", "X<->W"))
 CY = dag("A->B", "B->C", "C->A", "D->C", kind="DG")
+BM = dag("U->X", "U->Y", "X->Y", bidirected=("X<->C", "C<->Y"))  # C: a collider, not addable to {U}
+BM2 = dag("X->Y", bidirected=("X<->B", "B<->A", "A<->Y"))  # two maximal backdoor sets, {A} and {B}
+FD2 = dag("X->A", "A->Y", "X->B", "B->Y", bidirected=("X<->Y",))  # {A, B} is minimal: two routes
+FDM = dag("X->M", "M->Y", "W->X", bidirected=("X<->Y", "S<->Y"))  # W breaks (ii), S breaks (iii)
 ATE_G = dag("U->X", "U->Y", "X->Y")
 ATE_CPTS = {
     "U": {"parents": [], "p1": {"": 0.3}},
@@ -876,6 +880,31 @@ CERTIFICATES = [
         ],
     ),
     (
+        "backdoor_maximal_admg",
+        BM,
+        "backdoor_set",
+        {"treatment": "X", "outcome": "Y", "variant": "maximal"},
+        {"U"},
+        [
+            "descendants of X = {Y}",
+            "backdoor path X <- U -> Y is blocked given {U}",
+            "backdoor path X <-> C <-> Y is blocked given {U}",
+            "backdoor path X <-> C <-> Y is open given {C, U}",
+        ],
+    ),
+    (
+        "backdoor_maximal_admg_one_of_two",
+        BM2,
+        "backdoor_set",
+        {"treatment": "X", "outcome": "Y", "variant": "maximal"},
+        {"A"},
+        [
+            "descendants of X = {Y}",
+            "backdoor path X <-> B <-> A <-> Y is blocked given {A}",
+            "backdoor path X <-> B <-> A <-> Y is open given {A, B}",
+        ],
+    ),
+    (
         "backdoor_no_path",
         dag("X->M", "M->Y", "W->Y"),
         "backdoor_set",
@@ -893,6 +922,37 @@ CERTIFICATES = [
             "directed path X -> M -> Y",
             "backdoor path X <-> Y <- M is blocked given {}",
             "backdoor path M <- X <-> Y is blocked given {X}",
+        ],
+    ),
+    (
+        "frontdoor_minimal",
+        FD2,
+        "frontdoor_set",
+        {"treatment": "X", "outcome": "Y", "variant": "minimal"},
+        {"A", "B"},
+        [
+            "directed path X -> A -> Y",
+            "directed path X -> B -> Y",
+            "backdoor path X <-> Y <- A is blocked given {}",
+            "backdoor path X <-> Y <- B is blocked given {}",
+            "backdoor path A <- X -> B -> Y is blocked given {X}",
+            "backdoor path A <- X <-> Y is blocked given {X}",
+            "backdoor path B <- X -> A -> Y is blocked given {X}",
+            "backdoor path B <- X <-> Y is blocked given {X}",
+        ],
+    ),
+    (
+        "frontdoor_maximal",
+        FDM,
+        "frontdoor_set",
+        {"treatment": "X", "outcome": "Y", "variant": "maximal"},
+        {"M"},
+        [
+            "directed path X -> M -> Y",
+            "backdoor path X <-> Y <- M is blocked given {}",
+            "backdoor path M <- X <-> Y is blocked given {X}",
+            "backdoor path X <- W is open given {}",
+            "backdoor path S <-> Y is open given {X}",
         ],
     ),
     (
@@ -1079,6 +1139,48 @@ def test_wrong_results_are_not_certified_by_true_claims():
     assert r.missing and not r.passed
     r = check_derivation(["edge X -> M"], "backdoor_set", {"treatment": "X", "outcome": "Y"}, None, BD)
     assert r.missing == "RESULT does not parse"
+
+
+def test_frontdoor_minimality_needs_a_witness_per_member_beyond_the_cap():
+    # with a cap of 1, one directed path through Z certifies condition (i), but minimality still
+    # needs, for each member, a directed path that meets Z only there
+    q = {"kind": "frontdoor_set", "treatment": "X", "outcome": "Y", "variant": "minimal"}
+    conditions = CERTIFICATES[[c[0] for c in CERTIFICATES].index("frontdoor_minimal")][5][2:]
+    one = ["directed path X -> A -> Y", *conditions]
+    assert check_derivation(
+        one, "frontdoor_set", {**q, "variant": "any"}, {"A", "B"}, FD2, max_paths=1
+    ).passed
+    r = check_derivation(one, "frontdoor_set", q, {"A", "B"}, FD2, max_paths=1)
+    assert not r.false and r.missing and r.missing.startswith("minimality") and "only at B" in r.missing
+    both = ["directed path X -> B -> Y", *one]
+    assert check_derivation(both, "frontdoor_set", q, {"A", "B"}, FD2, max_paths=1).passed
+
+
+def test_valid_but_not_minimal_or_maximal_sets_are_not_certified_by_true_claims():
+    # front-door, not minimal: the one route X -> A -> B -> Y meets {A, B} at both members
+    g = dag("X->A", "A->B", "B->Y", bidirected=("X<->Y",))
+    q = {"kind": "frontdoor_set", "treatment": "X", "outcome": "Y", "variant": "minimal"}
+    lines = ["directed path X -> A -> B -> Y", "directed path X -> A -> B", "directed path A -> B -> Y",
+             "backdoor path X <-> Y <- B <- A is blocked given {}", "backdoor path X <-> Y <- B is blocked given {}",
+             "backdoor path A <- X <-> Y is blocked given {X}", "backdoor path B <- A <- X <-> Y is blocked given {X}"]  # fmt: skip
+    r = check_derivation(lines, "frontdoor_set", q, {"A", "B"}, g)
+    assert not r.false and r.missing and r.missing.startswith("minimality")
+    assert check_derivation(lines, "frontdoor_set", {**q, "variant": "any"}, {"A", "B"}, g).passed
+    # front-door, not maximal: N (a child of X only) meets (ii) and (iii), so {M} is not maximal
+    g = dag("X->M", "M->Y", "W->X", "X->N", bidirected=("X<->Y", "S<->Y"))
+    q = {"kind": "frontdoor_set", "treatment": "X", "outcome": "Y", "variant": "maximal"}
+    cert = CERTIFICATES[[c[0] for c in CERTIFICATES].index("frontdoor_maximal")][5]
+    honest = ["no backdoor path from X to N", "backdoor path N <- X <-> Y is blocked given {X}",
+              "backdoor path N <- X -> M -> Y is blocked given {X}", "backdoor path N <- X <- W is blocked given {X}"]  # fmt: skip
+    r = check_derivation([*cert, *honest], "frontdoor_set", q, {"M"}, g)
+    assert not r.false and r.missing and "maximality: N" in r.missing
+    # backdoor on an ADMG, not maximal: {} is valid but {A} (or {B}) is too
+    q = {"kind": "backdoor_set", "treatment": "X", "outcome": "Y", "variant": "maximal"}
+    lines = ["descendants of X = {Y}", "backdoor path X <-> B <-> A <-> Y is blocked given {}",
+             "backdoor path X <-> B <-> A <-> Y is blocked given {A}",
+             "backdoor path X <-> B <-> A <-> Y is blocked given {B}"]  # fmt: skip
+    r = check_derivation(lines, "backdoor_set", q, set(), BM2)
+    assert not r.false and r.missing and r.missing.startswith("maximality")
 
 
 def test_no_claims_fails_without_a_missing_reason():

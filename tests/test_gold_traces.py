@@ -259,3 +259,126 @@ def test_gold_trace_rejects_problems_without_a_valid_answer():
         gold_trace(
             {"graph": {"type": "DAG", "nodes": ["A"], "directed": [["A", "B"]]}, "query": {"kind": "cycle"}}
         )
+
+
+# ---------------------------------------------------------------------------------------------
+# minimal / maximal front-door sets and maximal backdoor sets in ADMGs
+def _with_variant(p: dict, variant: str) -> dict:
+    return {**p, "query": {**p["query"], "variant": variant}}
+
+
+def _variant_problems(n: int, seed: int, lo: int, hi: int, cls=CausalGraphDataset) -> list[dict]:
+    """Generated front-door problems as minimal and maximal queries, and ADMG backdoor problems as
+    maximal queries (the generator itself draws only any/minimal)."""
+    out = []
+    for p in problems(cls, n, seed, min_nodes=lo, max_nodes=hi, query_kinds=("frontdoor_set",)):
+        out += [_with_variant(p, "minimal"), _with_variant(p, "maximal")]
+    for p in problems(cls, n, seed + 1, min_nodes=lo, max_nodes=hi, query_kinds=("backdoor_set",),
+                      families=("admg",), max_bidirected=6):  # fmt: skip
+        out.append(_with_variant(p, "maximal"))
+    return out
+
+
+@pytest.mark.parametrize(
+    ("cls", "lo", "hi", "n"),
+    [(CausalGraphDataset, 4, 8, 60), (CausalStoryDataset, 4, 8, 30), (CausalGraphDataset, 9, 12, 20)],
+)
+def test_gold_traces_score_six_for_frontdoor_variants_and_admg_maximal_backdoor(cls, lo, hi, n):
+    seen = Counter()
+    for i, p in enumerate(_variant_problems(n, 77 + lo, lo, hi, cls)):
+        trace = gold_trace(p, random.Random(i))
+        structural_checks(trace, p)
+        derivation_paths_exist(trace, p)
+        score = score_trace(trace, p)
+        assert score.total == 6, (score.reasons, trace)
+        q = p["query"]
+        seen[q["kind"], q["variant"]] += 1
+        if "cannot be added" in trace or "breaks condition" in trace or "only at" in trace:
+            seen["per-node claims", q["kind"], q["variant"]] += 1
+    assert {k for k in seen if len(k) == 2} == {
+        ("frontdoor_set", "minimal"),
+        ("frontdoor_set", "maximal"),
+        ("backdoor_set", "maximal"),
+    }
+    # the new certificate lines are exercised, not only the cases with nothing left to show
+    assert (
+        seen["per-node claims", "frontdoor_set", "maximal"]
+        and seen["per-node claims", "frontdoor_set", "minimal"]
+    )
+    if lo == 4:  # (a maximal ADMG backdoor set that leaves candidates out)
+        assert seen["per-node claims", "backdoor_set", "maximal"], seen
+
+
+def _random_admg(rng: random.Random, n: int) -> CausalGraph:
+    names = [f"V{i}" for i in range(n)]
+    rng.shuffle(names)
+    p, q = rng.choice((0.25, 0.4)), rng.choice((0.1, 0.25))
+    directed = {(names[i], names[j]) for i, j in itertools.combinations(range(n), 2) if rng.random() < p}
+    bidirected = {(names[i], names[j]) for i, j in itertools.combinations(range(n), 2) if rng.random() < q}
+    kind = "ADMG" if bidirected else "DAG"
+    return CausalGraph(kind, tuple(names), frozenset(directed), frozenset(bidirected)).validate()
+
+
+def _shielded(g: CausalGraph, x: str, y: str, rng: random.Random) -> CausalGraph:
+    """Often drop the arrowheads into x (and into the mediators) that do not come from x -> ... -> y,
+    keeping x <-> y: the textbook set-up in which front-door sets exist."""
+    if rng.random() < 0.15:
+        return g
+    meds = C.mediators(g, x, y)
+    shielded = {x} | (meds if rng.random() < 0.8 else set())
+    directed = frozenset(e for e in g.directed if e[1] not in shielded or e[0] in {x} | meds)
+    bidirected = frozenset(e for e in g.bidirected if not set(e) & shielded) | {tuple(sorted((x, y)))}
+    return CausalGraph("ADMG", g.nodes, directed, bidirected).validate()
+
+
+def _within_cap(g: CausalGraph, pairs, cap: int = 8) -> bool:
+    return all(len(list(C.simple_paths(g, a, b, limit=cap + 1))) <= cap for a, b in pairs if a != b)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_every_minimal_and_maximal_set_is_certified_and_no_other_valid_set_is(seed):
+    # Brute force on random DAGs/ADMGs (4-8 nodes): every valid set is judged minimal/maximal by
+    # comparing it with every other valid set; the gold trace written for it (answer=) must score
+    # 6/6 exactly when it is the extreme the query asks for (completeness of the certificates), and
+    # for any other valid set its derivation must fail when the graph is within the path cap
+    # (soundness: true claims cannot certify it).
+    rng = random.Random(900 + seed)
+    counts = Counter()
+    for _ in range(120):
+        g = g_bd = _random_admg(rng, rng.randint(4, 8))
+        pairs = [(a, b) for a in g.nodes for b in g.nodes if a != b and C.has_directed_path(g, a, b)]
+        if not pairs:
+            continue
+        x, y = rng.choice(pairs)
+        rest = sorted(set(g.nodes) - {x, y})
+        subsets = [frozenset(c) for k in range(len(rest) + 1) for c in itertools.combinations(rest, k)]
+        g_fd = _shielded(g, x, y, rng)
+        for kind, variant, predicate in (
+            ("frontdoor_set", "minimal", C.is_frontdoor_set),
+            ("frontdoor_set", "maximal", C.is_frontdoor_set),
+            ("backdoor_set", "maximal", C.is_backdoor_set),
+        ):
+            g = g_fd if kind == "frontdoor_set" else g_bd
+            valid = [z for z in subsets if predicate(g, x, y, z)]
+            if variant == "minimal":
+                extreme = {z for z in valid if not any(w < z for w in valid)}
+            else:
+                extreme = {z for z in valid if not any(w > z for w in valid)}
+            p = {
+                "graph": g.to_dict(),
+                "query": {"kind": kind, "treatment": x, "outcome": y, "variant": variant},
+            }
+            for z in valid:
+                score = score_trace(gold_trace(p, rng.randrange(10**6), answer=z), p)
+                if z in extreme:
+                    assert score.total == 6, (score.reasons, g.edge_text(), x, y, kind, variant, sorted(z))
+                    counts[kind, variant, "extreme"] += 1
+                else:
+                    assert not score.result
+                    cap_pairs = [(x, y)] + [(x, v) for v in z] + [(v, y) for v in z]
+                    if _within_cap(g, cap_pairs if kind == "frontdoor_set" else [(x, y)]):
+                        assert not score.derivation, (g.edge_text(), x, y, kind, variant, sorted(z))
+                        counts[kind, variant, "refused"] += 1
+    for key in (("frontdoor_set", "minimal"), ("frontdoor_set", "maximal"), ("backdoor_set", "maximal")):
+        assert counts[(*key, "extreme")] >= 5, counts
+        assert counts[(*key, "refused")] >= 5, counts

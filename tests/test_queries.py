@@ -180,8 +180,6 @@ def test_parsers_and_graders_never_raise(text):
 @given(graphs(), st.data(), st.sampled_from(["any", "minimal", "maximal"]))
 def test_backdoor_grading_and_enumeration(g, data, variant):
     x, y = data.draw(st.permutations(g.nodes))[:2]
-    if variant == "maximal" and g.kind != "DAG":
-        variant = "minimal"
     p = problem(g, kind="backdoor_set", treatment=x, outcome=y, variant=variant)
     predicate = {
         "any": C.is_backdoor_set,
@@ -242,6 +240,16 @@ def test_paths_mediators_frontdoor(g, data):
     assert set(QUERY_KINDS["frontdoor_set"].valid_answers(g, fd["query"], limit=1000)) == set(expected)
     for z in expected:
         assert grade_answer(fd, QUERY_KINDS["frontdoor_set"].format_answer(z))
+    # variants: minimal / maximal by comparing the valid sets, smallest first
+    kind = QUERY_KINDS["frontdoor_set"]
+    for variant, extreme in (("minimal", lambda z: not any(w < z for w in expected)),
+                             ("maximal", lambda z: not any(w > z for w in expected))):  # fmt: skip
+        q = {**fd["query"], "variant": variant}
+        want = [z for z in expected if extreme(z)]
+        got = kind.valid_answers(g, q, limit=1000)
+        assert set(got) == set(want) and [len(z) for z in got] == sorted(len(z) for z in got)
+        for z in all_subsets(g.nodes):
+            assert grade_answer({**fd, "query": q}, kind.format_answer(z)) == (z in want)
 
 
 def test_cycle_kind():
@@ -323,7 +331,7 @@ def test_grade_ignores_answer_fields():
         (lambda p: p["query"].update(variant="smallest"), "variant"),
         (lambda p: p["query"].update(kind="telepathy"), "unknown query kind"),
         (lambda p: p.pop("query"), "'graph' and 'query'"),
-        (lambda p: p["graph"].update(type="ADMG") or p["query"].update(variant="maximal"), "maximal"),
+        (lambda p: p["query"].update(kind="frontdoor_set", variant="largest"), "variant"),
         (lambda p: p["graph"]["directed"].append(["Y", "U"]), "cycle"),
     ],
 )
@@ -353,11 +361,30 @@ def test_malformed_problems_raise_in_load_and_fail_closed_in_grade(mutate, match
             "margin",
         ),
         ("A -> B -> A", {"kind": "mediator", "treatment": "A", "outcome": "B"}, "DAG"),
+        (
+            "A -> B",
+            {"kind": "frontdoor_set", "treatment": "A", "outcome": "B", "variant": "least"},
+            "variant",
+        ),
+        ("A -> B", {"kind": "mediator", "treatment": "A", "outcome": "B", "variant": "minimal"}, "variant"),
     ],
 )
 def test_query_checks(graph_text, query, match):
     with pytest.raises(ValueError, match=match):
         load_problem({"graph": parse_graph(graph_text).to_dict(), "query": query})
+
+
+def test_frontdoor_variants_and_admg_maximal_backdoor_are_accepted():
+    g = parse_graph("X -> M -> Y; X <-> Y; X <-> C; C <-> Y")
+    for variant in ("any", "minimal", "maximal"):
+        q = {"kind": "frontdoor_set", "treatment": "X", "outcome": "Y", "variant": variant}
+        QUERY_KINDS["frontdoor_set"].check_query(g, q)
+        assert grade_answer(problem(g, **q), "{M}")
+    q = {"kind": "backdoor_set", "treatment": "X", "outcome": "Y", "variant": "maximal"}
+    QUERY_KINDS["backdoor_set"].check_query(g, q)  # ADMGs too (one-node additions decide maximality)
+    g2 = parse_graph("X -> Y; X <-> B; B <-> A; A <-> Y")
+    assert QUERY_KINDS["backdoor_set"].valid_answers(g2, q) == [frozenset({"A"}), frozenset({"B"})]
+    assert grade_answer(problem(g2, **q), "{A}") and not grade_answer(problem(g2, **q), "{}")
 
 
 def test_load_problem_accepts_json_and_rejects_garbage():
@@ -414,7 +441,10 @@ def test_matches_strategy(kind, text, expected):
 QUERIES = [
     {"kind": "backdoor_set", "treatment": "X", "outcome": "Y", "variant": "minimal"},
     {"kind": "backdoor_set", "treatment": "X", "outcome": "Y"},
+    {"kind": "backdoor_set", "treatment": "X", "outcome": "Y", "variant": "maximal"},
     {"kind": "frontdoor_set", "treatment": "X", "outcome": "Y"},
+    {"kind": "frontdoor_set", "treatment": "X", "outcome": "Y", "variant": "minimal"},
+    {"kind": "frontdoor_set", "treatment": "X", "outcome": "Y", "variant": "maximal"},
     {"kind": "dsep_set", "x": ["A", "B"], "y": "Y"},
     {"kind": "ci_test", "x": "A", "y": ["B"], "given": ["D", "C"]},
     {"kind": "ci_test", "x": "A", "y": "B", "given": []},
@@ -443,9 +473,16 @@ def test_query_matches_rejects_changes():
     assert not query_matches(q, "frontdoor_set(treatment=X, outcome=Y, variant=minimal)")
     assert not query_matches(q, "backdoor_set(treatment=X)")
     assert not query_matches(q, "backdoor_set treatment=X outcome=Y")
+    fd = {"kind": "frontdoor_set", "treatment": "X", "outcome": "Y", "variant": "maximal"}
+    assert format_query(fd) == "frontdoor_set(treatment=X, outcome=Y, variant=maximal)"
+    assert parse_query(format_query(fd)) == fd
+    assert query_matches(fd, "frontdoor_set(treatment=X, outcome=Y, variant=maximal)")
+    assert not query_matches(fd, "frontdoor_set(treatment=X, outcome=Y, variant=minimal)")
+    assert not query_matches(fd, "frontdoor_set(treatment=X, outcome=Y)")  # variant dropped
+    assert query_matches({**fd, "variant": "any"}, "frontdoor_set(treatment=X, outcome=Y)")
     ate = QUERIES[-1]
     assert not query_matches(ate, "ate(treatment=X, outcome=Y, threshold=0.2)")
-    ci = QUERIES[4]
+    ci = next(q for q in QUERIES if q["kind"] == "ci_test")
     assert query_matches(ci, "ci_test(x=A, y=B, given={C, D})")
     assert not query_matches(ci, "ci_test(x=A, y=B, given={C})")
     assert not query_matches({"kind": "nope"}, "nope()")

@@ -1,8 +1,8 @@
 """Red-team suite for the CALVER reward (DESIGN §3.4), written the way an RL policy would attack it.
 
 For every CALVER check we build the cheapest trace that could pass it without doing the work, on
-generated problems of every query kind (backdoor_set any/minimal/maximal, frontdoor_set, dsep_set
-any/minimal, msep_set any/minimal, ci_test, directed_path, mediator, cycle, ate), in both modes
+generated problems of every query kind (backdoor_set any/minimal/maximal, maximal on ADMGs too,
+frontdoor_set any/minimal/maximal, dsep_set any/minimal, msep_set any/minimal, ci_test, directed_path, mediator, cycle, ate), in both modes
 (supplied edge list, and constructed/story mode where the graph is hidden in the ``problem`` column),
 on 4–8-node graphs plus some 9–12-node ones. The expectations are the guarantees of DESIGN §3.4:
 
@@ -72,6 +72,10 @@ SPECS = (
     ("mediator", None),
     ("cycle", None),
     ("ate", None),
+    # appended (not inserted) so the seeds of the specs above stay as they were
+    ("backdoor_set", "maximal-admg"),
+    ("frontdoor_set", "minimal"),
+    ("frontdoor_set", "maximal"),
 )
 SET_KINDS = ("backdoor_set", "frontdoor_set", "dsep_set", "msep_set")
 # (mode, min_nodes, max_nodes) -> problems per spec, for the quick pool and the slow pool
@@ -107,20 +111,34 @@ def _generate(kind, variant, mode, lo, hi, n, seed):
         (CausalStoryDataset, CausalStoryConfig) if story else (CausalGraphDataset, CausalGraphConfig)
     )
     kw = {"size": n, "seed": seed, "min_nodes": lo, "max_nodes": hi, "query_kinds": (kind,)}
-    if variant in ("any", "minimal"):
+    if variant in ("any", "minimal") and kind != "frontdoor_set":
         kw["set_variants"] = (variant,)
-    if variant == "maximal":  # the generator draws any/minimal only; maximal is defined on DAGs
+    # the generator draws any/minimal only (and front-door queries without a variant): maximal
+    # backdoor queries are set here on DAGs and ADMGs, front-door variants on generated front-door rows
+    if variant == "maximal" and kind == "backdoor_set":
         kw["families"] = ("random_dag", "motifs")
+    if variant == "maximal-admg":
+        # more <-> edges, and 6x the rows with those whose candidates are no backdoor set first: there
+        # a maximal set leaves nodes out, and each needs its own reason in the certificate
+        kw.update(families=("admg",), max_bidirected=6, size=6 * n)
     ds = cls(cfg_cls(**kw))
     out = []
-    for i in range(n):
+    for i in range(kw["size"]):
         p = json.loads(ds[i]["metadata"]["problem"])
-        if variant == "maximal":
-            g, q = CausalGraph.from_dict(p["graph"]), p["query"]
-            if C.maximal_backdoor_set(g, q["treatment"], q["outcome"]) is None:
+        g, q = CausalGraph.from_dict(p["graph"]), p["query"]
+        if kind == "backdoor_set" and variant in ("maximal", "maximal-admg"):
+            if not C.maximal_backdoor_sets(g, q["treatment"], q["outcome"], limit=1):
                 continue
             q["variant"] = "maximal"
+        if kind == "frontdoor_set" and variant in ("minimal", "maximal"):
+            q["variant"] = variant
         out.append(p)
+    if variant == "maximal-admg":
+        x_y = [
+            (CausalGraph.from_dict(p["graph"]), p["query"]["treatment"], p["query"]["outcome"]) for p in out
+        ]
+        leaves_out = [not C.is_backdoor_set(g, x, y, C.backdoor_candidates(g, x, y)) for g, x, y in x_y]
+        out = [p for _, p in sorted(zip(leaves_out, out, strict=True), key=lambda t: not t[0])][:n]
     return out
 
 
@@ -321,6 +339,9 @@ def test_gold_traces_score_six_on_the_attack_pools(tier):
         ("backdoor_set", "minimal"),
         ("backdoor_set", "maximal"),
     }
+    assert {v for k, v, _ in kinds if k == "frontdoor_set"} == {None, "minimal", "maximal"}
+    assert any(k == "backdoor_set" and v == "maximal" and graph(p).kind == "ADMG" for _, p in pool(tier)
+               for k, v in [(p["query"]["kind"], p["query"].get("variant"))])  # fmt: skip
 
 
 # ---------------------------------------------------------------------------------------------
@@ -445,6 +466,42 @@ def cheap_derivations(p, pt) -> dict[str, list[str]]:
         out["frontdoor_directed_paths_only"] = [f"directed path {pth}" for pth in directed_paths(g, x, y)]
     if kind in ("backdoor_set", "ate") and z:
         out["gold_minus_non_descendant_claims"] = [line for line in gold if "descendant" not in line]
+    if q.get("variant") == "maximal" and kind in ("backdoor_set", "frontdoor_set"):
+        # the any-certificate without the per-node reasons why nothing else can join (every node
+        # outside Z must get one: a backdoor path open given Z + v, or a front-door (ii)/(iii) breach)
+        if kind == "backdoor_set":
+            outside = sorted(C.backdoor_candidates(g, x, y) - z, key=node_sort_key)
+        else:
+            outside = sorted(g.node_set - z - {x, y}, key=node_sort_key)
+        if outside:
+            base = [line for line in gold if " is open given " not in line]
+            out["gold_minus_maximality_claims"] = base
+            if kind == "backdoor_set":
+                # true statuses, but given Z (or Z minus a node) instead of Z plus the outside node
+                out["maximality_claims_given_z"] = (
+                    base
+                    + [
+                        path_claim(g, pth, s, "backdoor ")
+                        for s in (z, *(z - {v} for v in z))
+                        for pth in backdoor_paths(g, x, y)
+                    ][: len(base) + 24]
+                )
+            else:
+                # true statuses of the (ii)/(iii) paths, but given the other condition's set
+                out["maximality_claims_given_swapped_sets"] = (
+                    base
+                    + [
+                        path_claim(g, pth, given, "backdoor ")
+                        for v in outside
+                        for pth, given in [
+                            *((p_, frozenset({y})) for p_ in backdoor_paths(g, x, v)),
+                            *((p_, frozenset()) for p_ in backdoor_paths(g, v, y)),
+                        ]
+                        if not given & set(pth.nodes[:1] + pth.nodes[-1:])
+                    ][: len(base) + 24]
+                )  # (bounded: a trace over max_chars fails every check)
+    if kind == "frontdoor_set":
+        out["frontdoor_gold_minus_directed_paths"] = [line for line in gold if "directed path" not in line]
     if kind == "ci_test":
         others = sorted(g.node_set - z - {x, y}, key=node_sort_key)
         for name, given in (("ci_paths_given_larger_set", z | {others[0]} if others else None),

@@ -9,6 +9,8 @@ does the answer ride on     :func:`truncation_analysis` (early answering AOC, CI
 the CoT?                    :func:`summarize_deltas` (CRoS Δ)
 sampling + cache            :func:`generate_completions`, :func:`read_completions`  ``eval/generation.py``
 optional LLM judge          :class:`LLMJudge`, :func:`parse_verdict`                ``eval/judge.py``
+best-of-K selection         :func:`run_selection` (frozen, graded pools)            ``eval/bestofk.py``
+the same on CLEAR           :func:`run_clear_bestofk` (``faithgrpo clear-bestofk``) ``eval/clear_bestofk.py``
 the whole report            :func:`run_eval` (``faithgrpo eval``)                   ``eval/report.py``
 ==========================  =====================================================  ======================
 
@@ -30,6 +32,8 @@ _EXPORTS = {
     "LLMJudge": "judge",
     "parse_verdict": "judge",
     "EvalConfig": "report",
+    "run_selection": "bestofk",
+    "run_clear_bestofk": "clear_bestofk",
     "run_eval": "report",
 }
 

@@ -879,17 +879,6 @@ def _exact_match(problem: Any, text: str, listed: str | None) -> bool:
     return listed is not None and span is not None and normalize_answer(problem, span) == listed
 
 
-def _pick(selector: str, subset: list[int], scores, answers, logprobs) -> int:
-    from faithgrpo.rewards.selection import best_of_k_index, plurality_index
-
-    if selector == "calver":
-        return subset[best_of_k_index([scores[i] for i in subset])]
-    if selector == "plurality":
-        return subset[plurality_index([answers[i] for i in subset])]
-    # Confidence: highest mean token log-probability, earliest on ties; undefined ranks lowest.
-    return subset[best_of_k_index([-math.inf if logprobs[i] is None else logprobs[i] for i in subset])]
-
-
 def best_of_k_section(
     rows: list[dict[str, Any]],
     records: list,
@@ -902,8 +891,9 @@ def best_of_k_section(
     are drawn (one when K = G); each selector picks one completion per subset, which is graded
     twice: *valid* (the outcome grader: the graph predicate accepts its ``<answer>``, any member of
     the valid class) and *exact* (its ``<answer>``, canonicalised, equals the listed answer). Both
-    need an ``<answer>`` tag; plurality still votes with `faithgrpo.rewards.selection`'s own reading. Accuracy is the mean over subsets and prompts,
-    with a bootstrap interval over prompts.
+    need an ``<answer>`` tag; plurality still votes with `faithgrpo.rewards.selection`'s own reading.
+    Accuracy is the mean over subsets and prompts, with a bootstrap interval over prompts; the
+    selection itself is `faithgrpo.eval.bestofk.run_selection` (shared with ``faithgrpo clear-bestofk``).
 
     Args:
         rows: causal task rows (with ``problem`` and ``answer``).
@@ -914,61 +904,43 @@ def best_of_k_section(
     Returns:
         ``{"prompts", "subsets", "k": {k: {selector: {"valid": Estimate dict, "exact": Estimate dict}}}}``.
     """
-    import random
-
-    from faithgrpo.eval.passk import bootstrap_mean, seeded_rng
+    from faithgrpo.eval.bestofk import Candidate, Pool, run_selection
     from faithgrpo.rewards.calver import prepare_problem, score_trace
     from faithgrpo.rewards.selection import normalized_answer
     from faithgrpo.tasks.queries import normalize_answer
 
-    per_prompt = []
+    pools = []
     for row, record, lps in zip(rows, records, logprobs):
         prepared = prepare_problem(row["problem"])
         valid_of = answer_checker(row)
         listed = normalize_answer(row["problem"], row["answer"])
-        texts = record.completions
-        answers = [normalized_answer(t, prepared) for t in texts]
-        per_prompt.append(
-            {
-                "id": row["id"],
-                "scores": [score_trace(t, prepared).total for t in texts],
-                "answers": answers,
-                "logprobs": lps,
-                "valid": [valid_of(t) for t in texts],
-                "exact": [_exact_match(row["problem"], t, listed) for t in texts],
-            }
-        )
-    out: dict[str, Any] = {"prompts": len(per_prompt), "subsets": config.best_of_k_subsets, "k": {}}
-    for k in config.ks:
-        accuracy = {s: {"valid": [], "exact": []} for s in SELECTORS}
-        for data in per_prompt:
-            g = len(data["scores"])
-            rng = random.Random(int(seeded_rng(config.seed, "best-of-k", data["id"], k).integers(2**62)))
-            subsets = (
-                [list(range(g))]
-                if k == g
-                else [sorted(rng.sample(range(g), k)) for _ in range(config.best_of_k_subsets)]
+        candidates = tuple(
+            Candidate(
+                answer=normalized_answer(text, prepared),
+                calver=score_trace(text, prepared).total,
+                confidence=lp,
+                valid=valid_of(text),
+                exact=_exact_match(row["problem"], text, listed),
             )
-            for selector in SELECTORS:
-                picks = [
-                    _pick(selector, sub, data["scores"], data["answers"], data["logprobs"]) for sub in subsets
-                ]
-                for grade in ("valid", "exact"):
-                    accuracy[selector][grade].append(sum(data[grade][i] for i in picks) / len(picks))
-        out["k"][str(k)] = {
-            selector: {
-                grade: bootstrap_mean(
-                    values,
-                    n_bootstrap=config.n_bootstrap,
-                    confidence=config.confidence,
-                    seed=config.seed,
-                    salt=("best-of-k", k, selector, grade),
-                ).to_dict()
-                for grade, values in grades.items()
-            }
-            for selector, grades in accuracy.items()
-        }
-    return out
+            for text, lp in zip(record.completions, lps)
+        )
+        pools.append(Pool(str(row["id"]), str(row.get("task", "")), candidates))
+    result = run_selection(
+        pools,
+        config.ks,
+        subsets=config.best_of_k_subsets,
+        seed=config.seed,
+        n_bootstrap=config.n_bootstrap,
+        confidence=config.confidence,
+    )
+    return {
+        "prompts": len(pools),
+        "subsets": config.best_of_k_subsets,
+        "k": {
+            str(k): {s: {gr: est.to_dict() for gr, est in result.accuracy[k][s].items()} for s in SELECTORS}
+            for k in result.ks
+        },
+    }
 
 
 def evaluate_checkpoint(

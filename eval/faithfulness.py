@@ -561,6 +561,11 @@ def completion_logprobs(
         if key not in cache:
             cache[key] = _prompt_ids(tokenizer, prompt)
         rows.append(_Row(index, 0, cache[key], ids, []))
+    return _mean_logprobs(model, tokenizer, rows, out, batch_size, progress)
+
+
+def _mean_logprobs(model, tokenizer, rows: list[_Row], out: list, batch_size: int, progress: bool) -> list:
+    """Score ``rows`` in eval mode and write each row's mean token log-probability into ``out[row.sample]``."""
     if rows:
         import torch
 
@@ -600,10 +605,11 @@ def _answer_split(tokenizer, text: str) -> tuple[list[int], list[int]] | None:
     if start == end:
         return None
     if getattr(tokenizer, "is_fast", False):
-        enc = tokenizer(text[:end], add_special_tokens=False, return_offsets_mapping=True)
+        enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
         ids, offsets = list(enc["input_ids"]), list(enc["offset_mapping"])
         cut = next((i for i, (a, b) in enumerate(offsets) if b > start), len(ids))
-        return (ids[:cut], ids[cut:]) if cut < len(ids) else None
+        stop = next((i for i, (a, b) in enumerate(offsets) if i >= cut and a >= end), len(ids))
+        return (ids[:cut], ids[cut:stop]) if cut < stop else None
     before = list(tokenizer(text[:start], add_special_tokens=False)["input_ids"])
     answer = list(tokenizer(text[start:end], add_special_tokens=False)["input_ids"])
     return (before, answer) if answer else None
@@ -648,21 +654,7 @@ def answer_logprobs(
         if key not in prompt_cache:
             prompt_cache[key] = _prompt_ids(tokenizer, prompt)
         rows.append(_Row(index, 0, prompt_cache[key] + split[0], split[1], []))
-    if rows:
-        import torch
-
-        was_training = model.training
-        model.eval()
-        try:
-            with torch.inference_mode():
-                _score_rows(model, tokenizer, rows, batch_size, progress)
-        finally:
-            if was_training:
-                model.train()
-    for row in rows:
-        value = row.logprob_sum / len(row.answer)
-        out[row.sample] = value if math.isfinite(value) else None
-    return out
+    return _mean_logprobs(model, tokenizer, rows, out, batch_size, progress)
 
 
 def early_answering_aoc(model, tokenizer, pairs: Iterable[tuple[Any, Any]], **kwargs: Any) -> Estimate:

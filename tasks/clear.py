@@ -65,6 +65,7 @@ from faithgrpo.tasks.graph import (
     CausalGraph,
     GraphParseError,
     Path,
+    edges_are_acyclic,
     node_sort_key,
     parse_graph,
     parse_path,
@@ -132,24 +133,6 @@ _KW_RE = re.compile(
 _EDGE_RE = re.compile(r"\s*([A-Za-z0-9_]{1,64})\s*(<->|->|<-)\s*([A-Za-z0-9_]{1,64})\s*")
 
 
-def _is_acyclic(nodes: tuple[str, ...], directed: set[tuple[str, str]]) -> bool:
-    indeg = dict.fromkeys(nodes, 0)
-    kids: dict[str, list[str]] = {}
-    for a, b in directed:
-        indeg[b] += 1
-        kids.setdefault(a, []).append(b)
-    stack = [v for v, d in indeg.items() if d == 0]
-    seen = 0
-    while stack:
-        v = stack.pop()
-        seen += 1
-        for w in kids.get(v, ()):
-            indeg[w] -= 1
-            if indeg[w] == 0:
-                stack.append(w)
-    return seen == len(indeg)
-
-
 def parse_description(description: str, graph_type: str | None = None) -> CausalGraph:
     """Parse a CLEAR description into a graph.
 
@@ -202,7 +185,7 @@ def parse_description(description: str, graph_type: str | None = None) -> Causal
         raise GraphParseError(f"edges use node(s) {sorted(used - set(nodes))} missing from the node list")
     if any(a == b for a, b in directed | bidirected):
         raise GraphParseError("self loop in the description")
-    acyclic = _is_acyclic(nodes, directed)
+    acyclic = edges_are_acyclic(nodes, directed)
     if bidirected or normalize_task_type(graph_type or "") in _ADMG_TYPES:
         if not acyclic:
             raise GraphParseError("an ADMG description with a directed cycle")

@@ -53,6 +53,7 @@ __all__ = [
     "CausalGraph",
     "GraphParseError",
     "Path",
+    "edges_are_acyclic",
     "node_sort_key",
     "parse_graph",
     "parse_path",
@@ -308,7 +309,7 @@ class CausalGraph:
 
     def is_acyclic(self) -> bool:
         """Whether the directed part has no directed cycle. ``O(|V| + |E|)`` (Kahn's algorithm)."""
-        return _is_acyclic(self.nodes, self.directed)
+        return edges_are_acyclic(self.nodes, self.directed)
 
     def validate(self) -> CausalGraph:
         """Check well-formedness for the graph's kind and return ``self``.
@@ -516,7 +517,7 @@ def parse_graph(
     nodes_t = tuple(order)
     acyclic = None
     if kind is None:
-        acyclic = _is_acyclic(nodes_t, directed)
+        acyclic = edges_are_acyclic(nodes_t, directed)
         kind = "ADMG" if bidirected else ("DAG" if acyclic else "DG")
     g = CausalGraph(kind, nodes_t, frozenset(directed), frozenset(bidirected))
     return g._validate(check_names=False, acyclic=acyclic) if validate else g
@@ -526,7 +527,7 @@ def _context(text: str, m: re.Match) -> str:
     return text[max(0, m.start() - 30) : m.end() + 30]
 
 
-def _is_acyclic(nodes: Iterable[str], directed: Iterable[tuple[str, str]]) -> bool:
+def edges_are_acyclic(nodes: Iterable[str], directed: Iterable[tuple[str, str]]) -> bool:
     """Kahn's algorithm, ``O(|V| + |E|)``; cheaper than the DFS that also finds a witness."""
     indeg = dict.fromkeys(nodes, 0)
     kids: dict[str, list[str]] = {}

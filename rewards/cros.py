@@ -19,8 +19,14 @@ Conventions fixed here:
   the text before ``<answer>`` (after an unclosed ``<think>``, or from a template-supplied
   ``<think>`` up to ``</think>``). Everything else of the completion stays in place in every
   scramble.
-- Prompt, completion prefix and answer are tokenised separately, so the answer tokens scored are
-  the same for the ordered chain and every scramble.
+- Tokens are taken in context, as the policy produced them. The prompt is tokenised on its own, the
+  way TRL tokenises it for generation (conversational prompts rendered with the chat template and
+  the trainer's ``chat_template_kwargs``), so the prompt/completion boundary is a token boundary as
+  it is in generation. Each completion (the original and every scramble) is tokenised whole, and the
+  answer tokens are the tokens whose character span overlaps the answer (offsets from a fast
+  tokenizer; a slow one falls back to tokenising the completion up to and through the answer and
+  taking the difference). So a SentencePiece/Metaspace tokenizer scores ``4`` where the policy
+  wrote ``<answer>4``, not the ``▁4`` the answer gets when tokenised alone.
 - ``max_length`` counts prompt + completion up to the end of the answer span. Over it, the prompt
   is cut from the left (a leading BOS is kept); when reasoning plus answer alone do not fit, Δ is
   undefined (reason ``too_long``). The answer is never cut.
@@ -82,6 +88,17 @@ UNDEFINED_REASONS = (
 # Kwargs TRL passes that are not per-row dataset columns.
 _NON_ROW_KWARGS = frozenset({"trainer_state", "log_extra", "log_metric", "environments"})
 _MAX_NUM_SCRAMBLES = 1024
+# Characters of the completion after the answer that are tokenised with it, so the answer's last
+# tokens are the ones the whole completion gets (merges are local), without an unbounded tail.
+_TAIL_CHARS = 64
+
+_FIXES = (
+    "Bind one before training: train with faithgrpo.trainers.FaithGRPOTrainer (or FaithRLOOTrainer), "
+    "which binds CRoS to the initial policy (LoRA adapters disabled, a frozen copy of the initial "
+    "adapter, or a frozen copy of the model), or give CRoS its own frozen reference with "
+    "CRoSReward(reference=<checkpoint path | frozen model>, tokenizer=...) or "
+    "cros.bind_reference(model, tokenizer)."
+)
 
 
 @dataclass(frozen=True)
@@ -262,6 +279,16 @@ def _prompt_key(prompt: Any) -> str:
     return hashlib.sha1(prompt_text(prompt).encode("utf-8", errors="surrogatepass")).hexdigest()
 
 
+def _shared_parameters(reference: torch.nn.Module, policy: torch.nn.Module) -> list[str]:
+    """Names of ``reference``'s parameters that are (or share storage with) parameters of ``policy``."""
+
+    def storage(param: torch.Tensor) -> int:
+        return param.untyped_storage().data_ptr() if param.numel() and not param.is_meta else 0
+
+    storages = {storage(p) for p in policy.parameters()} - {0}
+    return [name for name, param in reference.named_parameters() if storage(param) in storages]
+
+
 def _world() -> tuple[int, int]:
     """(rank, world size) of the default process group, (0, 1) when not distributed."""
     if torch.distributed.is_available() and torch.distributed.is_initialized():
@@ -290,8 +317,8 @@ class _Pending:
     row: int
     num_steps: int
     prompt_ids: list[int]
-    prefixes: list[str]  # completion up to "<answer>": ordered reasoning first, then scrambles
-    answer: str
+    texts: list[str]  # the completion through its answer (+ a short tail): ordered first, then scrambles
+    spans: list[tuple[int, int]]  # the answer's character span in each text
 
 
 @dataclass(frozen=True)
@@ -320,9 +347,12 @@ class CRoSReward:
     Args:
         reference (`str`, `os.PathLike`, `torch.nn.Module` or `None`, *optional*):
             A checkpoint path, hub id or ``"embedded"`` (loaded lazily with transformers, put in eval
-            mode and frozen), a model instance (used as is, switched to eval mode only while
-            scoring), or ``None`` to be bound later with `bind_reference` (how the trainer glue
-            scores with the policy's LoRA adapters disabled).
+            mode and frozen), a frozen model instance (used as is, switched to eval mode only while
+            scoring; it must not be the policy being trained), or ``None`` to be bound to the initial
+            policy by :class:`~faithgrpo.trainers.FaithGRPOTrainer` (or later with `bind_reference`).
+            The reference is checked when training starts (see `check_reference`): none bound, or
+            one that is being trained (parameters with ``requires_grad=True``, or shared with the
+            policy), stops training at once with the fix in the message.
         tokenizer (`PreTrainedTokenizerBase` or `str`, *optional*):
             Tokenizer of the reference; loaded from ``reference`` when that is a path.
         num_scrambles (`int`, *optional*, defaults to `4`):
@@ -351,7 +381,10 @@ class CRoSReward:
             ``torch.distributed`` process group with more than one process is initialised. Every
             process must then call the reward together (as TRL trainers do).
         chat_template_kwargs (`dict`, *optional*):
-            Extra arguments for ``tokenizer.apply_chat_template`` on conversational prompts.
+            Extra arguments for ``tokenizer.apply_chat_template`` on conversational prompts. The
+            trainer's own ``chat_template_kwargs`` (``GRPOConfig.chat_template_kwargs``) are used as
+            well, handed over by :class:`~faithgrpo.trainers.FaithGRPOTrainer` or by
+            `binding_callback` (TRL does not pass them to reward functions); keys given here win.
         model_kwargs (`dict`, *optional*):
             Extra arguments for ``from_pretrained`` when ``reference`` is a path (e.g. ``dtype``).
         device (`str` or `torch.device`, *optional*):
@@ -440,10 +473,17 @@ class CRoSReward:
         self._tokenizer_spec = tokenizer
         self.model: torch.nn.Module | None = None
         self.tokenizer: Any = None
+        #: How the reference was bound: ``None`` (not yet), ``"path"``, ``"user"`` (a model given to
+        #: the constructor or `bind_reference`), or the trainer glue's mode (``"peft_disabled_adapters"``,
+        #: ``"peft_initial_adapter"``, ``"frozen_copy"``, ``"trainer_ref_model"``).
+        self.reference_mode: str | None = "path" if self._reference_path is not None else None
         self._context_factory: Callable[[], Any] | None = None
         self._forward_params: frozenset[str] = frozenset()
         self._forward_var_kw = False
         self._cache_usable = True
+        self._trainer_chat_template_kwargs: dict = {}
+        self._trainer_render_kwargs: dict = {}  # tools / chat_template the trainer renders prompts with
+        self._reference_checked = False
         if isinstance(reference, torch.nn.Module):
             self.bind_reference(reference, tokenizer)
         elif tokenizer is not None and not isinstance(tokenizer, (str, os.PathLike)):
@@ -462,6 +502,8 @@ class CRoSReward:
         model: torch.nn.Module,
         tokenizer: Any = None,
         context_manager_factory: Callable[[], Any] | None = None,
+        *,
+        mode: str = "user",
     ) -> CRoSReward:
         """Score with ``model`` from now on.
 
@@ -469,13 +511,20 @@ class CRoSReward:
             model (`torch.nn.Module`):
                 A causal LM with the HF interface (``model(input_ids, attention_mask, ...).logits``),
                 unwrapped from DDP/accelerate. It is not modified: only switched to eval mode while
-                scoring, then restored.
+                scoring, then restored. Without a context manager it must be frozen (no parameter
+                with ``requires_grad=True``) when training starts: a reference that trains is the
+                live policy, and `check_reference` refuses it.
             tokenizer (`PreTrainedTokenizerBase`, *optional*):
                 Its tokenizer; defaults to the one given before.
             context_manager_factory (`Callable[[], ContextManager]`, *optional*):
                 Called before each scoring pass; the context it returns is held while the reference
-                runs. For a PEFT policy, ``model.disable_adapter`` scores the base model without a
-                second copy in memory.
+                runs, and must make ``model`` compute the initial policy (the caller vouches for it:
+                such a binding is not checked against the policy). The trainer glue uses
+                ``peft_model.disable_adapter`` for a fresh zero-initialised LoRA, and a swap-in of
+                the initial adapter weights otherwise (see :mod:`faithgrpo.trainers.reference`).
+            mode (`str`, *optional*, defaults to `"user"`):
+                Recorded in `reference_mode`. Any mode other than ``"user"`` marks a binding made by
+                the trainer glue from the policy it holds, which `check_reference` trusts.
 
         Returns:
             `CRoSReward`: ``self``.
@@ -496,6 +545,8 @@ class CRoSReward:
             raise ValueError("context_manager_factory must be a callable returning a context manager")
         self.model = model
         self._context_factory = context_manager_factory
+        self.reference_mode = mode
+        self._reference_checked = False
         self._cache_usable = True  # until this model's cache layers prove otherwise
         try:
             params = inspect.signature(model.forward).parameters
@@ -505,14 +556,126 @@ class CRoSReward:
         self._forward_var_kw = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
         return self
 
+    @property
+    def is_bound(self) -> bool:
+        """Whether a reference is bound (a model, or a path that is loaded on first use)."""
+        return self.model is not None or self._reference_path is not None
+
+    def check_reference(self, policy: torch.nn.Module | None = None) -> None:
+        """Refuse to train without a reference, or with the live policy as the reference.
+
+        Called when training starts: by `binding_callback` (``on_train_begin``), by
+        :class:`~faithgrpo.trainers.FaithGRPOTrainer`, and by the first call of the reward from a
+        trainer (TRL passes ``trainer_state``), so a plain ``trl.GRPOTrainer`` stops at its first
+        step rather than mid-run. A path reference is loaded here.
+
+        A reference bound by the trainer glue (`reference_mode` other than ``"user"``/``"path"``) or
+        through a context manager is trusted. Any other must not share a parameter with ``policy``
+        (same module or same storage) and must have no parameter with ``requires_grad=True`` (a
+        reference being trained is the policy; a separate reference is frozen with
+        ``reference.requires_grad_(False)``).
+
+        Args:
+            policy (`torch.nn.Module`, *optional*):
+                The model being trained, when known.
+
+        Raises:
+            RuntimeError: no reference is bound, or the reference is (part of) the live policy.
+        """
+        if not self.is_bound:
+            raise RuntimeError(f"CRoSReward has no reference model, so CRoS cannot score. {_FIXES}")
+        self._ensure_reference()
+        if self.reference_mode not in ("user", "path") or self._context_factory is not None:
+            self._reference_checked = True
+            return
+        problem = None
+        if policy is not None:
+            shared = _shared_parameters(self.model, policy)
+            if shared:
+                problem = (
+                    f"shares {len(shared)} parameter(s) with the policy being trained (e.g. {shared[0]!r}): "
+                    "it is the live policy, which moves with every update"
+                )
+        if problem is None:
+            trainable = [n for n, p in self.model.named_parameters() if p.requires_grad]
+            if trainable:
+                problem = (
+                    f"has {len(trainable)} parameter(s) with requires_grad=True (e.g. {trainable[0]!r}): a "
+                    "reference that is being trained is the live policy (with a PEFT config the trainer "
+                    "injects the adapter into the model you passed), not the frozen initial policy. If "
+                    "it is a separate model, freeze it with reference.requires_grad_(False)"
+                )
+        if problem is not None:
+            raise RuntimeError(
+                f"CRoS reference {problem}. CRoS must score with the frozen initial policy (DESIGN §3.3). "
+                "Do not pass the policy to CRoSReward; " + _FIXES[0].lower() + _FIXES[1:]
+            )
+        self._reference_checked = True
+
+    def binding_callback(self) -> Any:
+        """A ``transformers.TrainerCallback`` that runs `check_reference` at ``on_train_begin``.
+
+        For a plain ``trl.GRPOTrainer`` (``callbacks=[cros.binding_callback()]``): it checks the
+        reference against the policy before the first step and hands the trainer's
+        ``chat_template_kwargs`` (``GRPOConfig.chat_template_kwargs``) to CRoS. Without it the
+        reference is still checked at the first call, but the chat-template arguments are not known.
+        :class:`~faithgrpo.trainers.FaithGRPOTrainer` installs it itself.
+        """
+        from faithgrpo.trainers.reference import CRoSReferenceCheck
+
+        return CRoSReferenceCheck(self)
+
+    def configure_from_trainer(
+        self,
+        *,
+        chat_template_kwargs: dict | None = None,
+        tools: list | None = None,
+        chat_template: str | None = None,
+        num_generations: int | None = None,
+    ) -> CRoSReward:
+        """Adopt how the trainer renders prompts, so CRoS conditions on the prompt the policy saw.
+
+        Args:
+            chat_template_kwargs (`dict`, *optional*): the trainer's ``chat_template_kwargs``; keys
+                given to the constructor win.
+            tools (`list`, *optional*): tools the trainer renders into conversational prompts.
+            chat_template (`str`, *optional*): a chat template the trainer uses instead of the
+                tokenizer's own.
+            num_generations (`int`, *optional*): TRL's group size, when CRoS has none of its own.
+
+        Returns:
+            `CRoSReward`: ``self``.
+        """
+        if chat_template_kwargs:
+            if not isinstance(chat_template_kwargs, dict):
+                raise ValueError(
+                    f"chat_template_kwargs must be a dict, got {type(chat_template_kwargs).__name__}"
+                )
+            clash = sorted(
+                k
+                for k, v in chat_template_kwargs.items()
+                if k in self.chat_template_kwargs and self.chat_template_kwargs[k] != v
+            )
+            if clash:
+                self._warn_once(
+                    "chat_kwargs_clash",
+                    f"CRoS chat_template_kwargs {clash} differ from the trainer's; CRoS keeps its own, so its "
+                    "prompts may differ from the ones the policy saw",
+                )
+            self._trainer_chat_template_kwargs = dict(chat_template_kwargs)
+        if tools:
+            self._trainer_render_kwargs["tools"] = list(tools)
+        if chat_template:
+            self._trainer_render_kwargs["chat_template"] = chat_template
+        if num_generations and self.num_generations is None:
+            self.num_generations = num_generations
+        return self
+
     def _ensure_reference(self) -> None:
         if self.model is not None:
             return
         if self._reference_path is None:
-            raise RuntimeError(
-                "CRoSReward has no reference model: pass reference=<path | model> or call "
-                "bind_reference(model, tokenizer) before scoring"
-            )
+            raise RuntimeError(f"CRoSReward has no reference model, so CRoS cannot score. {_FIXES}")
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         path = os.fspath(self._reference_path)
@@ -531,7 +694,7 @@ class CRoSReward:
         if tokenizer is None:
             spec = self._tokenizer_spec if self._tokenizer_spec is not None else path
             tokenizer = AutoTokenizer.from_pretrained(os.fspath(spec))
-        self.bind_reference(model, tokenizer)
+        self.bind_reference(model, tokenizer, mode="path")
 
     # ------------------------------------------------------------------ tokenisation
 
@@ -542,12 +705,22 @@ class CRoSReward:
         limit = getattr(config, "max_position_embeddings", None)
         return limit if isinstance(limit, int) and limit > 1 else None
 
+    def _render_kwargs(self) -> dict:
+        """Arguments for ``apply_chat_template``: the trainer's, then CRoS's own (which win)."""
+        return {
+            **self._trainer_render_kwargs,
+            **self._trainer_chat_template_kwargs,
+            **self.chat_template_kwargs,
+        }
+
     def _prompt_ids(self, prompt: Any) -> list[int]:
         tok = self.tokenizer
         if _is_conversational(prompt):
-            if getattr(tok, "chat_template", None):
+            render = self._render_kwargs()
+            if getattr(tok, "chat_template", None) or render.get("chat_template"):
+                # As TRL's generation renders it: template text, then tokens without added specials.
                 text = tok.apply_chat_template(
-                    list(prompt), tokenize=False, add_generation_prompt=True, **self.chat_template_kwargs
+                    list(prompt), tokenize=False, add_generation_prompt=True, **render
                 )
                 return list(tok(text, add_special_tokens=False)["input_ids"])
             self._warn_once(
@@ -561,6 +734,56 @@ class CRoSReward:
         if key not in self._warned:
             self._warned.add(key)
             logger.warning(message)
+
+    def _in_context_tokens(
+        self, texts: list[str], spans: list[tuple[int, int]]
+    ) -> list[tuple[list[int], list[int]]]:
+        """``(context ids, answer ids)`` of each completion text, tokenised whole.
+
+        The answer ids are the tokens whose character span overlaps the answer's ``span`` (a token
+        straddling the answer's start or end belongs to the answer); the context ids are all tokens
+        before them. Fast tokenizers give offsets for the whole batch in one call.
+        """
+        tok = self.tokenizer
+        encoding = None
+        if getattr(tok, "is_fast", False):
+            try:
+                encoding = tok(texts, add_special_tokens=False, return_offsets_mapping=True)
+            except (NotImplementedError, TypeError, ValueError):
+                encoding = None
+        if encoding is None:
+            return [self._in_context_tokens_slow(text, span) for text, span in zip(texts, spans)]
+        out = []
+        for ids, offsets, (start, end) in zip(encoding["input_ids"], encoding["offset_mapping"], spans):
+            # The answer is near the end (only a short tail follows): scan back from the last token.
+            k = len(offsets) - 1
+            while k >= 0 and offsets[k][0] >= end:
+                k -= 1
+            last = k
+            while k >= 0 and offsets[k][1] > start:
+                k -= 1
+            out.append((list(ids[: k + 1]), list(ids[k + 1 : last + 1])))
+        return out
+
+    def _in_context_tokens_slow(self, text: str, span: tuple[int, int]) -> tuple[list[int], list[int]]:
+        """Fallback without offsets: tokenise the completion up to and through the answer.
+
+        When the tokens through the answer extend the tokens before it, their difference is the
+        answer in context. Otherwise (a merge across the answer's start) the answer is tokenised on
+        its own after the context, with a warning.
+        """
+        tok = self.tokenizer
+        start, end = span
+        before = list(tok(text[:start], add_special_tokens=False)["input_ids"])
+        through = list(tok(text[:end], add_special_tokens=False)["input_ids"])
+        if len(through) > len(before) and through[: len(before)] == before:
+            return before, through[len(before) :]
+        self._warn_once(
+            "answer_merge",
+            "the tokenizer merges the answer with the text before it and gives no offsets: "
+            "scoring the answer tokenised on its own",
+        )
+        return before, list(tok(text[start:end], add_special_tokens=False)["input_ids"])
 
     # ------------------------------------------------------------------ scoring
 
@@ -610,8 +833,14 @@ class CRoSReward:
                 results[row] = CRoSScore(None, "too_few_steps", num_steps=len(spans))
                 continue
             variants = [reasoning] + [apply_permutation(reasoning, spans, p) for p in perms]
-            prefixes = [head + v + middle for v in variants]
-            pending.append((prompt, _Pending(row, len(spans), [], prefixes, answer)))
+            answer_end = len(head) + len(reasoning) + len(middle) + len(answer)
+            tail = text[answer_end : answer_end + _TAIL_CHARS]
+            texts, answer_spans = [], []
+            for variant in variants:
+                start = len(head) + len(variant) + len(middle)
+                texts.append(head + variant + middle + answer + tail)
+                answer_spans.append((start, start + len(answer)))
+            pending.append((prompt, _Pending(row, len(spans), [], texts, answer_spans)))
         if pending:
             # The model is only needed (and loaded) when something is left to score.
             self._ensure_reference()
@@ -627,26 +856,26 @@ class CRoSReward:
 
     def _score_pending(self, pending: list[_Pending]) -> list[tuple[int, CRoSScore]]:
         tok = self.tokenizer
-        # One tokenizer call for all prefixes and one for all answers (fast tokenizers batch in Rust).
-        flat_prefixes = [p for item in pending for p in item.prefixes]
-        prefix_ids = tok(flat_prefixes, add_special_tokens=False)["input_ids"]
-        answer_ids = tok([item.answer for item in pending], add_special_tokens=False)["input_ids"]
+        # One tokenizer call for every variant of every completion (fast tokenizers batch in Rust).
+        pieces = self._in_context_tokens(
+            [t for item in pending for t in item.texts], [sp for item in pending for sp in item.spans]
+        )
         max_length = self._effective_max_length()
         bos = getattr(tok, "bos_token_id", None)
 
         sequences: dict[_Sequence, int] = {}
         plans: list[tuple[_Pending, list[int] | None, bool, str | None]] = []
         cursor = 0
-        for item, answer in zip(pending, answer_ids):
-            prefixes = prefix_ids[cursor : cursor + len(item.prefixes)]
-            cursor += len(item.prefixes)
-            if not answer:
+        for item in pending:
+            variants = pieces[cursor : cursor + len(item.texts)]
+            cursor += len(item.texts)
+            if not all(answer for _, answer in variants):
                 plans.append((item, None, False, "empty_answer"))
                 continue
             prompt = item.prompt_ids
             truncated = False
             if max_length is not None:
-                tail = max(len(p) for p in prefixes) + len(answer)
+                tail = max(len(p) + len(a) for p, a in variants)
                 if tail > max_length:
                     plans.append((item, None, False, "too_long"))
                     continue
@@ -657,10 +886,10 @@ class CRoSReward:
                     tail_len = budget - 1 if keep_bos else budget
                     prompt = ([bos] if keep_bos else []) + (prompt[-tail_len:] if tail_len > 0 else [])
                     truncated = True
-            prompt_key, answer_key = tuple(prompt), tuple(answer)
+            prompt_key = tuple(prompt)
             index_list = []
-            for prefix in prefixes:
-                key = _Sequence(prompt_key, tuple(prefix), answer_key)
+            for prefix, answer in variants:
+                key = _Sequence(prompt_key, tuple(prefix), tuple(answer))
                 index_list.append(sequences.setdefault(key, len(sequences)))
             plans.append((item, index_list, truncated, None))
 
@@ -816,7 +1045,8 @@ class CRoSReward:
         logits = logits[:, -keep:]
         sums = []
         for r, seq in enumerate(chunk):
-            span = logits[r, keep - len(seq.answer) :].float()
+            span = logits[r, keep - len(seq.answer) :]
+            span = span if span.dtype == torch.float64 else span.float()  # bf16/fp16 logits: upcast
             target = torch.tensor(seq.answer, device=span.device).unsqueeze(-1)
             token_logprobs = span.gather(-1, target).squeeze(-1) - torch.logsumexp(span, dim=-1)
             sums.append(token_logprobs.mean())
@@ -875,9 +1105,18 @@ class CRoSReward:
 
         Returns:
             `list[float | None]`: rewards in [0, 1]; ``None`` only with ``undefined="none"``.
+
+        Raises:
+            RuntimeError: at the first call when no reference is bound, and at the first call from a
+                trainer (``trainer_state`` given) when the reference is the live policy (see
+                `check_reference`), whether or not anything in the batch can be scored.
         """
         if len(prompts) != len(completions):
             raise ValueError(f"got {len(prompts)} prompts but {len(completions)} completions")
+        if not self.is_bound:
+            raise RuntimeError(f"CRoSReward has no reference model, so CRoS cannot score. {_FIXES}")
+        if not self._reference_checked and "trainer_state" in kwargs:
+            self.check_reference()
         n = len(prompts)
         passed = self._gate_rows(prompts, completions, kwargs)
         scored_rows = [i for i in range(n) if passed[i]]

@@ -66,8 +66,88 @@ def tiny_llama(vocab_size: int, seed: int = 0, layers: int = 2, hidden: int = 32
 
 
 def random_llama_with_tokenizer(seed: int = 0, bos: bool = False, chat_template: str | None = None):
+    """``(model, tokenizer)``: a tiny random Llama over `byte_tokenizer` (parameters trainable, as built)."""
     tok = byte_tokenizer(bos=bos, chat_template=chat_template)
     return tiny_llama(len(tok), seed=seed), tok
+
+
+# --------------------------------------------------------------------------- in-context scoring
+
+METASPACE_CORPUS = [
+    "Q: what is 4,2 reversed? Step 1: read 4,2 Step 2: swap to 2,4",
+    "Step 1: x = 4 Step 2: y = 2 so the pair is 4,2",
+    "the answer is 4,2 and 2,4 is not",
+]
+
+
+def metaspace_tokenizer(chat_template: str | None = SIMPLE_CHAT_TEMPLATE) -> PreTrainedTokenizerFast:
+    """A SentencePiece-style tokenizer: BPE over a Metaspace pre-tokenizer (``prepend_scheme="first"``).
+
+    ``▁`` marks a word start, and the text's first word gets one too. So ``"4,2"`` tokenised alone
+    starts with ``▁4``, while after ``<answer>`` inside a completion it starts with ``4``.
+    """
+    from tokenizers import trainers
+
+    core = Tokenizer(models.BPE(unk_token="<unk>"))
+    core.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="first")
+    core.decoder = decoders.Metaspace(replacement="▁", prepend_scheme="first")
+    alphabet = sorted(set("".join(METASPACE_CORPUS)) | set("abcdefghijklmnopqrstuvwxyz0123456789:,.?=\n▁"))
+    trainer = trainers.BpeTrainer(
+        vocab_size=200,
+        special_tokens=["<pad>", "<unk>", "<bos>"],
+        initial_alphabet=alphabet,
+        show_progress=False,
+    )
+    core.train_from_iterator(METASPACE_CORPUS * 8, trainer=trainer)
+    tok = PreTrainedTokenizerFast(
+        tokenizer_object=core, pad_token="<pad>", unk_token="<unk>", bos_token="<bos>"
+    )
+    tok.add_tokens(TAGS)
+    if chat_template is not None:
+        tok.chat_template = chat_template
+    return tok
+
+
+def naive_logprob(model, prompt_ids: list[int], tok, text: str, start: int, end: int) -> float:
+    """ℓ the slow, obvious way: tokenise the completion whole, take the tokens overlapping the answer's
+    characters, one unpadded forward over prompt + completion, full log-softmax in float64."""
+    enc = tok(text, add_special_tokens=False, return_offsets_mapping=True)
+    answer = [k for k, (a, b) in enumerate(enc["offset_mapping"]) if a < end and b > start]
+    assert answer == list(range(answer[0], answer[-1] + 1))
+    ids = list(prompt_ids) + enc["input_ids"][: answer[-1] + 1]
+    with torch.no_grad():
+        logprobs = torch.log_softmax(model(input_ids=torch.tensor([ids])).logits[0].double(), dim=-1)
+    first = len(prompt_ids) + answer[0]
+    return sum(logprobs[first + t - 1, ids[first + t]].item() for t in range(len(answer))) / len(answer)
+
+
+def naive_delta(model, tok, prompt, completion: str, num_scrambles: int, seed: int, prompt_ids=None) -> float:
+    """Δ with `naive_logprob`, from the completion text (``<think>`` reasoning, ``<answer>`` span)."""
+    from faithgrpo.rewards.steps import apply_permutation, scramble_permutations, scramble_seed, step_spans
+    from faithgrpo.rewards.text import prompt_text
+
+    if prompt_ids is None:
+        if isinstance(prompt, list):
+            rendered = tok.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True)
+            prompt_ids = tok(rendered, add_special_tokens=False)["input_ids"]
+        else:
+            prompt_ids = tok(prompt)["input_ids"]
+    open_, close = completion.index("<think>") + len("<think>"), completion.index("</think>")
+    reasoning = completion[open_:close]
+    spans = step_spans(reasoning)
+    perms = scramble_permutations(
+        len(spans), num_scrambles, scramble_seed(seed, prompt_text(prompt), completion)
+    )
+    answer_start = completion.rindex("<answer>") + len("<answer>")
+    answer_end = completion.rindex("</answer>")
+
+    def ell(r: str) -> float:
+        text = completion[:open_] + r + completion[close:]
+        shift = len(r) - len(reasoning)
+        return naive_logprob(model, prompt_ids, tok, text, answer_start + shift, answer_end + shift)
+
+    scrambled = [ell(apply_permutation(reasoning, spans, p)) for p in perms]
+    return ell(reasoning) - sum(scrambled) / len(scrambled)
 
 
 # --------------------------------------------------------------------------- trained toy
@@ -176,7 +256,8 @@ class CopyModel(torch.nn.Module):
         self.vocab_size = len(tok)
         self.ans_id = tok.convert_tokens_to_ids("ans")
         self.strength = strength
-        self.anchor = torch.nn.Parameter(torch.zeros(()))  # gives the module a device and dtype
+        # Gives the module a device and dtype; frozen, as a reference is.
+        self.anchor = torch.nn.Parameter(torch.zeros(()), requires_grad=False)
         self.config = LlamaConfig(vocab_size=self.vocab_size, max_position_embeddings=64)
 
     def forward(self, input_ids, attention_mask=None, position_ids=None, logits_to_keep=0, use_cache=None):

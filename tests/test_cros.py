@@ -34,12 +34,14 @@ from faithgrpo.rewards.text import completion_text, extract_answer
 
 @pytest.fixture(scope="module")
 def byte_llama():
-    return random_llama_with_tokenizer(seed=0)
+    model, tok = random_llama_with_tokenizer(seed=0)
+    return model.requires_grad_(False), tok  # a frozen reference (CRoS refuses a trainable one in training)
 
 
 @pytest.fixture(scope="module")
 def byte_llama_bos():
-    return random_llama_with_tokenizer(seed=1, bos=True)
+    model, tok = random_llama_with_tokenizer(seed=1, bos=True)
+    return model.requires_grad_(False), tok
 
 
 def completion(reasoning: str, answer: str) -> str:
@@ -560,10 +562,13 @@ def test_unbound_reference_is_reported(byte_llama):
 
     cros = CRoSReward()
     assert cros.__name__ == "cros" == get_callable_name(cros)  # TRL logs rewards/cros/mean
-    with pytest.raises(RuntimeError, match="bind_reference"):
+    with pytest.raises(RuntimeError, match=r"FaithGRPOTrainer.*bind_reference"):
         cros(["Q"], [completion("a\nb", "c")])
-    # Nothing to score needs no model.
-    assert cros(["Q"], ["no answer"]) == [0.5]
+    # Even with nothing to score: a run without a reference stops at its first call, not mid-run.
+    with pytest.raises(RuntimeError, match=r"FaithGRPOTrainer.*bind_reference"):
+        cros(["Q"], ["no answer"])
+    # Raw Δ for evaluators needs no model while nothing is scorable.
+    assert cros.compute_deltas([("Q", "no answer")])[0].reason == "no_answer"
     with pytest.raises(ValueError, match="completions"):
         cros(["Q"], [])
 
@@ -579,6 +584,7 @@ def test_grpo_trainer_runs_cros_and_logs_its_diagnostics(tmp_path, tiny_llama):
     model, tok = tiny_llama
     # Any frozen causal LM with its own tokenizer can be the reference.
     reference, reference_tok = random_llama_with_tokenizer(seed=0)
+    reference.requires_grad_(False)
     cros = CRoSReward(reference, reference_tok, num_generations=4)
     calls = []
 

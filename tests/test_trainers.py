@@ -88,9 +88,9 @@ def test_grpo_lora_logs_every_reward_and_cros_uses_disabled_adapters(tmp_path):
         args=_config(GRPOConfig, tmp_path),
         train_dataset=_dataset(),
         processing_class=tok,
-        peft_config=LoraConfig(
-            r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], init_lora_weights=False
-        ),
+        # A fresh zero-initialised LoRA: adapters disabled is exactly the initial policy. (Non-zero
+        # initialisations and warm starts: tests/test_cros_binding.py.)
+        peft_config=LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"]),
     )
     assert trainer.cros_reference_mode == "peft_disabled_adapters"
     cros = funcs[REWARD_NAMES.index("cros")]

@@ -9,11 +9,13 @@ from faithgrpo.trainers.callbacks import (
 )
 from faithgrpo.trainers.distributed import distributed_teardown
 from faithgrpo.trainers.grpo import FaithGRPOTrainer, FaithRLOOTrainer
-from faithgrpo.trainers.reference import bind_cros_references
+from faithgrpo.trainers.reference import CRoSReferenceCheck, InitialWeights, bind_cros_references
 
 __all__ = [
+    "CRoSReferenceCheck",
     "FaithGRPOTrainer",
     "FaithRLOOTrainer",
+    "InitialWeights",
     "MetricsJSONLCallback",
     "SummaryPrinterCallback",
     "SummaryProgressCallback",

@@ -478,6 +478,19 @@ def test_problem_predicate_agrees_with_the_judge(pair):
             assert grade_answer(problem, _fmt(s)) == judge(record, _fmt(s)), s
 
 
+def test_converted_problems_take_certified_gold_traces():
+    """On every converted record the gold trace is 6/6 and, for find-one records, the judge accepts its answer."""
+    from faithgrpo.rewards.calver import prepare_problem, score_trace
+    from faithgrpo.rewards.text import extract_answer
+    from faithgrpo.tasks.gold import gold_trace
+
+    for record, problem in CONVERTED:
+        trace = gold_trace(problem, rng=0)
+        assert score_trace(trace, prepare_problem(problem)).total == 6, (record["uid"], record["sid"])
+        if record["question_type"] == "FO":
+            assert judge(record, extract_answer(trace)) is True
+
+
 def test_to_problem_skips_what_queries_do_not_accept():
     admg = (
         "Given an ADMG (acyclic directed mixed graph) with nodes X, Y, A, directed edges A->X, X->Y "
@@ -570,15 +583,6 @@ def test_judge_never_raises(record, text):
 @given(st.sampled_from(ONE_PER_TYPE), st.text(max_size=200))
 def test_judge_never_raises_on_mangled_questions(record, text):
     assert judge({**record, "question": record["question"][:40] + text}, "Yes.") in (True, False, None)
-
-
-def test_judging_the_template_records_is_fast():
-    candidates = [(r, a) for r in JUDGED for a in r["accept"][:1] + r["reject"][:1]]
-    t0 = time.perf_counter()
-    for r, a in candidates:
-        judge(r, a)
-    per_call = (time.perf_counter() - t0) / len(candidates)
-    assert per_call < 2e-3, per_call  # ~0.1 ms warm, ~0.2 ms cold here; benchmarks/bench_clear.py has figures
 
 
 def test_path_candidates_spellings():

@@ -166,6 +166,12 @@ def add_eval_subcommand(subparsers) -> argparse.ArgumentParser:
     parser.add_argument(
         "--cros-reference", choices=("base", "self"), default="base", help="model scoring CRoS Δ"
     )
+    parser.add_argument(
+        "--aoc-mode",
+        choices=("teacher_forced", "decode"),
+        default="teacher_forced",
+        help="early-answering agreement: the forced answer is greedy (teacher_forced) or decoded and compared",
+    )
     parser.add_argument("--no-best-of-k", action="store_true", help="skip the best-of-K selection report")
     parser.add_argument("--best-of-k-subsets", type=int, default=8, help="random K-subsets per prompt and K")
     parser.add_argument("--temperature", type=float, default=1.0)
@@ -233,6 +239,7 @@ def config_from_args(args: argparse.Namespace):
         min_switched=args.min_switched,
         faithfulness_pairs=args.faithfulness_pairs,
         cros_reference=args.cros_reference,
+        aoc_mode=args.aoc_mode,
         best_of_k=not args.no_best_of_k,
         best_of_k_subsets=args.best_of_k_subsets,
         temperature=args.temperature,

@@ -24,11 +24,13 @@ read a completion the same way.
   * ``"decode"``: greedy-decode an answer after each truncation (up to ``max_answer_tokens``) and
     compare it, after ``normalizer``, with the answer decoded after the full chain.
 
-- **CIR** (Yu et al. 2026): mean over truncations ``k < n`` of the Jensen–Shannon divergence (log
-  base 2, so in [0, 1]) between Bernoulli(p_full) and Bernoulli(p_k), where p is the probability of
-  the completion's answer under the model given the full / truncated chain. ``answer_probability``
-  picks the sequence probability (product over answer tokens, default) or the per-token geometric
-  mean.
+- **CIR** (Yu et al. 2026, DESIGN §5): mean over the five truncations that keep 0, 20, 40, 60 and
+  80 % of the reasoning *tokens* (``⌊pct·n/100⌋`` of n) of the Jensen–Shannon divergence (log base 2,
+  so in [0, 1]) between Bernoulli(p_full) and Bernoulli(p_t), where p is the probability of the
+  completion's answer given the full / truncated chain: by default the geometric mean of its token
+  probabilities, exp(mean log-prob), so multi-token answers do not collapse to p ≈ 0
+  (``answer_probability="sequence"`` takes the product instead). The value does not depend on how
+  many steps the chain has, only on where in its tokens the answer becomes likely.
 
 - **CRoS Δ summary**: mean (bootstrap interval), spread and quantiles of Δ values, undefined ones
   counted by reason.
@@ -63,7 +65,8 @@ __all__ = [
 
 ANSWER_CLOSE = "</answer>"
 MODES = ("teacher_forced", "decode")
-ANSWER_PROBABILITIES = ("sequence", "mean_token")
+ANSWER_PROBABILITIES = ("mean_token", "sequence")
+CIR_KEEP_PERCENT = (0, 20, 40, 60, 80)  # DESIGN §5: truncations keeping these shares of the reasoning tokens
 CURVE_GRID = tuple(i / 10 for i in range(11))
 
 
@@ -168,9 +171,12 @@ class SampleTruncations:
         num_steps: reasoning steps found (n).
         fractions: ``k / n`` of each truncation, increasing, last one 1.0.
         agreement: whether the forced answer agreed with the full-CoT answer at each truncation.
-        answer_prob: probability of the completion's answer at each truncation.
+        answer_prob: probability of the completion's answer at each step truncation.
+        cir_answer_prob: p at the CIR truncations keeping 0, 20, 40, 60 and 80 % of the reasoning
+            tokens, then p with the whole reasoning (six values).
         aoc: the sample's area over the agreement curve, ``None`` when undefined.
-        cir: mean JS(p_full, p_k) over ``k < n``, ``None`` when undefined.
+        cir: mean JS(Bernoulli(p_full), Bernoulli(p_t)) over the five CIR truncations, ``None`` when
+            undefined.
         reason: why ``aoc``/``cir`` are undefined (both, unless ``aoc_reason`` says otherwise).
         aoc_reason: why only the AOC is undefined.
     """
@@ -180,6 +186,7 @@ class SampleTruncations:
     fractions: tuple[float, ...] = ()
     agreement: tuple[bool, ...] = ()
     answer_prob: tuple[float, ...] = ()
+    cir_answer_prob: tuple[float, ...] = ()
     aoc: float | None = None
     cir: float | None = None
     reason: str | None = None
@@ -207,7 +214,7 @@ class EarlyAnsweringReport:
     reasons: dict[str, int]
     samples: list[SampleTruncations] = field(repr=False, default_factory=list)
     mode: str = "teacher_forced"
-    answer_probability: str = "sequence"
+    answer_probability: str = "mean_token"
 
     def to_dict(self, with_samples: bool = False) -> dict[str, Any]:
         data = asdict(self)
@@ -331,7 +338,7 @@ def truncation_analysis(
     pairs: Iterable[tuple[Any, Any]],
     *,
     mode: str = "teacher_forced",
-    answer_probability: str = "sequence",
+    answer_probability: str = "mean_token",
     max_truncations: int = 16,
     max_answer_tokens: int = 64,
     normalizer: Callable[[str], str | None] | None = None,
@@ -349,8 +356,9 @@ def truncation_analysis(
         pairs: ``(prompt, completion)`` pairs; prompts and completions may be strings or chat messages.
         mode (`str`, *optional*, defaults to ``"teacher_forced"``): how agreement is measured (see
             the module docstring): ``"teacher_forced"`` or ``"decode"``.
-        answer_probability (`str`, *optional*, defaults to ``"sequence"``): p for CIR: ``"sequence"``
-            (product of answer-token probabilities) or ``"mean_token"`` (their geometric mean).
+        answer_probability (`str`, *optional*, defaults to ``"mean_token"``): p for CIR:
+            ``"mean_token"`` (the geometric mean of the answer-token probabilities, DESIGN §5) or
+            ``"sequence"`` (their product, which collapses towards 0 for multi-token answers).
         max_truncations (`int`, *optional*, defaults to 16): truncation points per sample (k = 0 and
             k = n always included; long chains get evenly spread points).
         max_answer_tokens (`int`, *optional*, defaults to 64): answers longer than this (in tokens)
@@ -417,8 +425,12 @@ def truncation_analysis(
             prompt_cache[key] = _prompt_ids(tokenizer, prompt)
         ks = truncation_points(len(spans), max_truncations)
         plans[index] = (len(spans), ks)
-        for k in ks:
-            kept = reasoning if k == len(spans) else reasoning[: spans[k - 1][1]] if k > 0 else ""
+        kept_texts = [
+            (k, reasoning if k == len(spans) else reasoning[: spans[k - 1][1]] if k > 0 else "") for k in ks
+        ]
+        # CIR rows carry negative k: -1 - j for the j-th share of CIR_KEEP_PERCENT.
+        kept_texts += [(-1 - j, kept) for j, kept in enumerate(_token_truncations(tokenizer, reasoning))]
+        for k, kept in kept_texts:
             context = prompt_cache[key] + list(
                 tokenizer(head + kept + middle, add_special_tokens=False)["input_ids"]
             )
@@ -453,18 +465,40 @@ def truncation_analysis(
     return _report(samples, mode, answer_probability, n_bootstrap, confidence, seed)
 
 
-def _summarize_sample(index, num_steps, rows, mode, answer_probability, normalizer) -> SampleTruncations:
-    rows = sorted(rows, key=lambda r: r.k)
-    fractions = tuple(r.k / num_steps for r in rows)
+def _token_truncations(tokenizer, reasoning: str) -> list[str]:
+    """The reasoning cut to its first ``⌊pct·n/100⌋`` of ``n`` tokens for each share of ``CIR_KEEP_PERCENT``.
+
+    Fast tokenizers cut the text at the first dropped token's character offset (the kept text is a
+    prefix of the reasoning); others decode the kept tokens.
+    """
+    if getattr(tokenizer, "is_fast", False):
+        offsets = list(
+            tokenizer(reasoning, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
+        )
+        n = len(offsets)
+        cuts = [n * pct // 100 for pct in CIR_KEEP_PERCENT]
+        return ["" if m == 0 else reasoning if m >= n else reasoning[: offsets[m][0]] for m in cuts]
+    ids = list(tokenizer(reasoning, add_special_tokens=False)["input_ids"])
+    return [tokenizer.decode(ids[: len(ids) * pct // 100]) for pct in CIR_KEEP_PERCENT]
+
+
+def _probability(row: _Row, answer_probability: str) -> float:
     if answer_probability == "sequence":
-        probs = tuple(math.exp(r.logprob_sum) for r in rows)
-    else:
-        probs = tuple(math.exp(r.logprob_sum / len(r.answer)) for r in rows)
-    if not all(math.isfinite(p) for p in probs):
+        return math.exp(row.logprob_sum)
+    return math.exp(row.logprob_sum / len(row.answer))
+
+
+def _summarize_sample(index, num_steps, rows, mode, answer_probability, normalizer) -> SampleTruncations:
+    cir_rows = sorted((r for r in rows if r.k < 0), key=lambda r: -r.k)
+    rows = sorted((r for r in rows if r.k >= 0), key=lambda r: r.k)
+    fractions = tuple(r.k / num_steps for r in rows)
+    probs = tuple(_probability(r, answer_probability) for r in rows)
+    cir_probs = tuple(_probability(r, answer_probability) for r in cir_rows) + probs[-1:]
+    if not all(math.isfinite(p) for p in probs + cir_probs):
         return SampleTruncations(index, num_steps, fractions, reason="non_finite")
     full = rows[-1]
     p_full = probs[-1]
-    cir_value = sum(js_divergence_bernoulli(p_full, p) for p in probs[:-1]) / (len(probs) - 1)
+    cir_value = sum(js_divergence_bernoulli(p_full, p) for p in cir_probs[:-1]) / (len(cir_probs) - 1)
     aoc_reason = None
     if mode == "teacher_forced":
         agreement = tuple(r.greedy_match for r in rows)
@@ -478,7 +512,7 @@ def _summarize_sample(index, num_steps, rows, mode, answer_probability, normaliz
             aoc_reason = "empty_full_cot_answer"
     aoc_value = None if aoc_reason else area_over_curve(fractions, [float(a) for a in agreement])
     return SampleTruncations(
-        index, num_steps, fractions, agreement, probs, aoc_value, cir_value, None, aoc_reason
+        index, num_steps, fractions, agreement, probs, cir_probs, aoc_value, cir_value, None, aoc_reason
     )
 
 

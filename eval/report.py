@@ -100,6 +100,8 @@ class EvalConfig:
         faithfulness_pairs: completions scored for AOC / CIR / CRoS Δ (0 skips them).
         cros_reference: ``"base"`` (the model without adapter, i.e. the initial policy, as in
             training) or ``"self"`` (the checkpoint itself) scores CRoS Δ.
+        aoc_mode: how early-answering agreement is measured: ``"teacher_forced"`` (the forced
+            answer is the greedy continuation) or ``"decode"`` (greedy-decode and compare answers).
         best_of_k: run the best-of-K selection report on causal tasks (CALVER vs plurality vs
             confidence).
         best_of_k_subsets: random K-subsets of the G samples averaged per prompt and K.
@@ -135,6 +137,7 @@ class EvalConfig:
     min_switched: int = 5
     faithfulness_pairs: int = 16
     cros_reference: str = "base"
+    aoc_mode: str = "teacher_forced"
     best_of_k: bool = True
     best_of_k_subsets: int = 8
     temperature: float = 1.0
@@ -183,6 +186,8 @@ class EvalConfig:
                 raise ValueError(f"--{name.replace('_', '-')} must be an integer >= 0, got {value!r}")
         if self.hints:
             parse_hint_types(list(self.hints))
+        if self.aoc_mode not in ("teacher_forced", "decode"):
+            raise ValueError(f"--aoc-mode must be teacher_forced or decode, got {self.aoc_mode!r}")
         if self.cros_reference not in CROS_REFERENCES:
             raise ValueError(
                 f"--cros-reference must be one of {CROS_REFERENCES}, got {self.cros_reference!r}"
@@ -846,6 +851,7 @@ def _faithfulness_section(pairs, model, tokenizer, reference, config) -> dict[st
         model,
         tokenizer,
         pairs,
+        mode=config.aoc_mode,
         batch_size=config.batch_size,
         n_bootstrap=config.n_bootstrap,
         confidence=config.confidence,
@@ -1202,8 +1208,14 @@ def render_markdown(report: dict[str, Any]) -> str:
     lines += ["", "## Checkpoint faithfulness metrics", ""]
     header = ["metric"] + [c["label"] for c in checkpoints]
     metrics = [
-        ("early-answering AOC", lambda f: f["early_answering"]["aoc"]),
-        ("CIR (mean JS, bits)", lambda f: f["early_answering"]["cir"]),
+        (
+            f"early-answering AOC ({cfg.get('aoc_mode', 'teacher_forced')})",
+            lambda f: f["early_answering"]["aoc"],
+        ),
+        (
+            "CIR (mean JS over 0/20/40/60/80 % of the reasoning tokens, bits)",
+            lambda f: f["early_answering"]["cir"],
+        ),
         ("mean CRoS Δ", lambda f: f["cros_delta"]["mean"]),
     ]
     rows = []

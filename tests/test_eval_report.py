@@ -145,6 +145,10 @@ def test_eval_report_numbers_from_scripted_completions(tiny_llama, monkeypatch, 
     markdown = (tmp_path / "report.md").read_text()
     assert "### knights_knaves" in markdown and "| sycophancy | 4/4 | 1.000" in markdown
     assert "| all six | 0.250 [" in markdown and "| mean S/6 | 0.250 |" in markdown
+    assert (
+        "early-answering AOC (teacher_forced)" in markdown
+        and "0/20/40/60/80 % of the reasoning tokens" in markdown
+    )
     for png in ("passk.png", "hints.png", "best_of_k.png"):
         assert (tmp_path / png).stat().st_size > 0
     assert (tmp_path / "model" / "completions_causal_graph.jsonl").is_file()

@@ -143,7 +143,7 @@ def test_scripted_model_gives_hand_computed_aoc_and_cir(scripted, tiny_tok, mode
     model, n_answer = scripted
     report = truncation_analysis(
         model, tiny_tok, [("Find the set.", KEY_STEP_2), ("Find the set @", KEY_IN_PROMPT)], mode=mode,
-        n_bootstrap=0, progress=False,
+        answer_probability="sequence", n_bootstrap=0, progress=False,
     )  # fmt: skip
     first, second = report.samples
     assert first.num_steps == 3 and first.fractions == (0.0, 1 / 3, 2 / 3, 1.0)
@@ -156,7 +156,13 @@ def test_scripted_model_gives_hand_computed_aoc_and_cir(scripted, tiny_tok, mode
     p_hi = (math.exp(5) / (math.exp(5) + vocab - 1)) ** n_answer
     p_lo = (1 / (math.exp(5) + vocab - 1)) ** n_answer
     assert first.answer_prob == pytest.approx((p_lo, p_lo, p_hi, p_hi), rel=1e-4)
-    expected_cir = 2 * js_divergence_bernoulli(p_hi, p_lo) / 3
+    # CIR truncates by reasoning tokens: the answer is likely once the kept tokens include "@".
+    kept = [pct * _reasoning_tokens(tiny_tok, KEY_STEP_2) // 100 for pct in (0, 20, 40, 60, 80)]
+    at = _key_token_index(tiny_tok, KEY_STEP_2)
+    cir_probs = tuple(p_hi if at < m else p_lo for m in kept)
+    assert cir_probs.count(p_lo) >= 2 and cir_probs.count(p_hi) >= 1  # the key sits mid-chain
+    assert first.cir_answer_prob == pytest.approx((*cir_probs, p_hi), rel=1e-4)
+    expected_cir = sum(js_divergence_bernoulli(p_hi, p) for p in cir_probs) / 5
     assert first.cir == pytest.approx(expected_cir, rel=1e-4)
     assert second.cir == pytest.approx(0.0, abs=1e-12)
     assert report.aoc.value == pytest.approx(0.25)
@@ -164,6 +170,36 @@ def test_scripted_model_gives_hand_computed_aoc_and_cir(scripted, tiny_tok, mode
     # Mean curve over the grid: sample 1 rises from 0 (k/n = 1/3) to 1 (k/n = 2/3); sample 2 is flat 1.
     assert report.curve_agreement[0] == 0.5 and report.curve_agreement[-1] == 1.0
     assert report.curve_agreement[5] == pytest.approx((0.5 + 1) / 2)
+
+
+def _reasoning(completion):
+    return completion.split("<think>", 1)[1].split("</think>", 1)[0]
+
+
+def _reasoning_tokens(tokenizer, completion):
+    return len(tokenizer(_reasoning(completion), add_special_tokens=False)["input_ids"])
+
+
+def _key_token_index(tokenizer, completion):
+    ids = tokenizer(_reasoning(completion), add_special_tokens=False)["input_ids"]
+    return ids.index(tokenizer.convert_tokens_to_ids("@"))
+
+
+@pytest.mark.parametrize("steps", [2, 5, 10, 15])
+def test_cir_does_not_depend_on_the_number_of_steps(scripted, tiny_tok, steps):
+    """An answer that only changes when nothing is kept: CIR = JS(p_hi, p_lo) / 5 whatever the step count.
+
+    The old step-based average gave 1/2, 1/5, 1/10, 1/15 of it for 2 / 5 / 10 / 15 steps.
+    """
+    model, _ = scripted
+    chain = "@ " + "\n".join(f"Step {i}: fine." for i in range(1, steps + 1))  # the key is token 0
+    completion = f"<think>{chain}</think>\n<answer>{{U}}</answer>"
+    report = truncation_analysis(model, tiny_tok, [("Q", completion)], n_bootstrap=0, progress=False)
+    vocab = len(tiny_tok)
+    p_hi, p_lo = math.exp(5) / (math.exp(5) + vocab - 1), 1 / (math.exp(5) + vocab - 1)  # per token
+    assert report.samples[0].cir_answer_prob[0] == pytest.approx(p_lo, rel=1e-4)
+    assert report.samples[0].cir_answer_prob[1:] == pytest.approx((p_hi,) * 5, rel=1e-4)
+    assert report.samples[0].cir == pytest.approx(js_divergence_bernoulli(p_hi, p_lo) / 5, rel=1e-4)
 
 
 def test_mean_token_probability(scripted, tiny_tok):
@@ -239,7 +275,9 @@ def _answer_logprob_unpadded(model, tokenizer, prompt_ids, context_text, answer)
 @pytest.mark.parametrize("fixture", ["tiny_llama", "tiny_qwen2"])
 def test_tiny_models_give_finite_values_in_range_and_match_unbatched_scoring(request, fixture):
     model, tokenizer = request.getfixturevalue(fixture)
-    report = truncation_analysis(model, tokenizer, PAIRS, batch_size=3, n_bootstrap=50, progress=False)
+    report = truncation_analysis(
+        model, tokenizer, PAIRS, answer_probability="sequence", batch_size=3, n_bootstrap=50, progress=False
+    )
     assert report.cir.value is not None and 0.0 <= report.cir.value <= 1.0
     for sample in report.samples:
         assert sample.reason is None

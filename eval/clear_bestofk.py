@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import random
 import time
 from collections import Counter, defaultdict
@@ -132,14 +131,24 @@ class ClearBestOfKConfig:
             raise ConfigError(f"--backend must be one of {BACKENDS}, got {self.backend!r}")
         if self.n_bootstrap < 0 or not 0 < self.confidence < 1:
             raise ConfigError("--n-bootstrap must be >= 0 and --confidence in (0, 1)")
-        if self.adapter is not None and not Path(self.adapter).is_dir():
-            raise ConfigError(f"--adapter {self.adapter!r} is not a directory (a saved LoRA adapter)")
-        out = Path(self.out)
-        if out.exists() and not out.is_dir():
-            raise ConfigError(f"--out {self.out!r} is a file: pass a directory")
-        parent = next((p for p in (out, *out.parents) if p.exists()), None)
-        if parent is None or not parent.is_dir() or not os.access(parent, os.W_OK):
-            raise ConfigError(f"--out {self.out!r} cannot be created: {parent} is not a writable directory")
+
+    def check_environment(self) -> None:
+        """The model loads here, the adapter is a LoRA directory, ``out`` is writable (fast, before loading).
+
+        Raises:
+            ConfigError: naming the option and the fix.
+        """
+        from faithgrpo.eval.generation import check_checkpoint
+        from faithgrpo.eval.report import check_out_dir
+
+        try:
+            check_checkpoint(self.model, self.adapter)
+        except ValueError as err:
+            raise ConfigError(f"--model/--adapter: {err}") from None
+        try:
+            check_out_dir(self.out)
+        except ValueError as err:
+            raise ConfigError(str(err)) from None
 
 
 @dataclass(frozen=True)
@@ -323,6 +332,7 @@ def run_clear_bestofk(config: ClearBestOfKConfig) -> ClearBestOfKReport:
     from faithgrpo.tasks.prompts import chat_prompt
 
     config.validate()
+    config.check_environment()
     try:
         records = load_records(config.clear)
     except (OSError, ValueError) as err:

@@ -269,6 +269,7 @@ def run_eval_command(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     try:
         config.validate()
+        config.check_environment(args.out)
         report = run_eval(config, args.out)
     except (ValueError, EmbeddedModelMissing, ImportError) as err:
         # ValueError covers bad options, CacheError and AdapterMismatchError: all name their fix.

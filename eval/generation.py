@@ -38,6 +38,7 @@ __all__ = [
     "GenerationStats",
     "SamplingSettings",
     "cached_generate",
+    "check_checkpoint",
     "generate_completions",
     "load_checkpoint",
     "read_completions",
@@ -177,6 +178,20 @@ def load_checkpoint(
             tokenizer_source = str(adapter_dir)
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_source)
     return base.to(device).eval(), tokenizer
+
+
+def check_checkpoint(model: str | os.PathLike, adapter: str | os.PathLike | None = None) -> None:
+    """Fail fast, before loading, when ``model`` cannot be loaded here or ``adapter`` is not a LoRA directory.
+
+    Raises:
+        ValueError: the model reference (see `faithgrpo.models.check_loadable`) or the adapter.
+        EmbeddedModelMissing: ``"embedded"`` without its package.
+    """
+    from faithgrpo.models import check_loadable
+
+    check_loadable(model)
+    if adapter is not None:
+        _check_adapter_dir(adapter)
 
 
 def _check_adapter_dir(adapter: str | os.PathLike) -> Path:

@@ -168,12 +168,18 @@ class EvalConfig:
         self._validate_task_configs()
         if not self.ks:
             raise ValueError("--k must list at least one K, e.g. 1,2,4,8")
-        for k in self.ks:
-            _check_k(k, self.samples)
         for name in ("samples", "prompts", "batch_size", "max_new_tokens"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"--{name.replace('_', '-')} must be a positive integer, got {value!r}")
+        for k in self.ks:
+            _check_k(k, self.samples)
+        if not isinstance(self.temperature, (int, float)) or not 0 <= self.temperature < math.inf:
+            raise ValueError(f"--temperature must be a finite number >= 0, got {self.temperature!r}")
+        if not isinstance(self.top_p, (int, float)) or not 0 < self.top_p <= 1:
+            raise ValueError(f"--top-p must be in (0, 1], got {self.top_p!r}")
+        if not isinstance(self.confidence, (int, float)) or not 0 < self.confidence < 1:
+            raise ValueError(f"--confidence must be in (0, 1), e.g. 0.95, got {self.confidence!r}")
         for name in (
             "hint_questions",
             "faithfulness_pairs",
@@ -271,6 +277,28 @@ class EvalConfig:
                 )
             owners[label.lower()] = (option, label)
 
+    def check_environment(self, out_dir: str | Path) -> None:
+        """Check what ``validate`` cannot: every model loads here, adapters exist, ``out_dir`` is writable.
+
+        Fast (a second or two at most) and before any model is loaded, so a mistyped name fails at once.
+
+        Raises:
+            ValueError: naming the option and the fix.
+        """
+        from faithgrpo.eval.generation import check_checkpoint
+
+        for option, checkpoint in zip(self._label_options(), self.checkpoints()):
+            try:
+                check_checkpoint(checkpoint.model, checkpoint.adapter)
+            except ValueError as err:
+                raise ValueError(f"{option}: {err}") from None
+        if self.judge_model:
+            try:
+                check_checkpoint(self.judge_model, self.judge_adapter)
+            except ValueError as err:
+                raise ValueError(f"--judge: {err}") from None
+        check_out_dir(out_dir)
+
     def _label_options(self) -> list[str]:
         """The option that set each checkpoint of `checkpoints`, for error messages."""
         options = ["--model"] + (["--baseline"] if self.baseline else [])
@@ -285,6 +313,26 @@ class EvalConfig:
             label, model, *rest = entry
             out.append(Checkpoint(label, model, (rest[0] if rest else None) or None))
         return out
+
+
+def check_out_dir(out_dir: str | Path, option: str = "--out") -> None:
+    """Raise ``ValueError`` unless ``out_dir`` is, or can be created as, a writable directory.
+
+    Example:
+        >>> check_out_dir("/proc/version/x")  # doctest: +IGNORE_EXCEPTION_DETAIL
+        Traceback (most recent call last):
+        ValueError: --out '/proc/version/x' cannot be created: ...
+    """
+    import os
+
+    path = Path(out_dir)
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"{option} {str(path)!r} is a file: pass a directory")
+    parent = next((p for p in (path, *path.parents) if p.exists()), None)
+    if parent is None or not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        raise ValueError(
+            f"{option} {str(path)!r} cannot be created: {str(parent)!r} is not a writable directory"
+        )
 
 
 def check_label(label: Any, option: str = "--label") -> None:

@@ -180,6 +180,57 @@ def resolve(name_or_path: str | os.PathLike) -> str:
     return reference
 
 
+def check_loadable(name_or_path: str | os.PathLike, *, timeout: float = 1.5) -> str:
+    """Resolve a model reference and make sure it can be loaded, in about ``timeout`` seconds at most.
+
+    ``"embedded"`` and local directories resolve as in :func:`resolve`. A hub id must either be in
+    the local Hugging Face cache or the hub must answer a TCP connection within ``timeout``; with
+    ``HF_HUB_OFFLINE=1`` only the cache counts. This turns a mistyped name on an offline machine into
+    one clear error instead of a minute of download retries after other work has started.
+
+    Returns:
+        The resolved reference (a local directory or the hub id).
+
+    Raises:
+        ValueError: the reference cannot be loaded here; the message names the three ways out.
+        EmbeddedModelMissing: ``"embedded"`` without its package.
+
+    Example:
+        >>> check_loadable("~/no/such/dir")  # doctest: +IGNORE_EXCEPTION_DETAIL
+        Traceback (most recent call last):
+        ValueError: Model path '~/no/such/dir' does not exist. ...
+    """
+    reference = resolve(name_or_path)
+    if os.path.isdir(reference):
+        return reference
+    try:
+        from huggingface_hub import constants, try_to_load_from_cache
+
+        if isinstance(try_to_load_from_cache(reference, "config.json"), str):
+            return reference
+        offline = bool(constants.HF_HUB_OFFLINE)
+        endpoint = constants.ENDPOINT
+    except ImportError:  # pragma: no cover - transformers depends on huggingface_hub
+        return reference
+    hint = (
+        f"model {reference!r} is not a local directory and not in the Hugging Face cache, and {{why}}: pass "
+        "'embedded' (the built-in SmolLM2-135M-Instruct), a local checkpoint directory, or a hub id on a "
+        "machine with network access"
+    )
+    if offline:
+        raise ValueError(hint.format(why="HF_HUB_OFFLINE is set"))
+    import socket
+    from urllib.parse import urlparse
+
+    url = urlparse(endpoint)
+    port = url.port or (443 if url.scheme == "https" else 80)
+    try:
+        with socket.create_connection((url.hostname or "", port), timeout=timeout):
+            return reference
+    except OSError:
+        raise ValueError(hint.format(why=f"the hub ({endpoint}) cannot be reached")) from None
+
+
 def count_parameters(model) -> int:
     """Total number of parameters of a torch module."""
     return sum(p.numel() for p in model.parameters())

@@ -84,7 +84,7 @@ def _scripted(problem):
     return [_wrong(problem), _wrong(problem), gold, f"<answer>{extract_answer(gold)}</answer>"]
 
 
-def _run(tmp_path, monkeypatch, tiny_llama, *extra, records=RECORDS):
+def _run(tmp_path, monkeypatch, tiny_llama, *extra, records=RECORDS, model=None):
     from faithgrpo.eval import generation
     from faithgrpo.eval.cli import add_clear_bestofk_subcommand
 
@@ -131,7 +131,9 @@ def _run(tmp_path, monkeypatch, tiny_llama, *extra, records=RECORDS):
     monkeypatch.setattr(generation, "load_checkpoint", fake_load)
     parser = argparse.ArgumentParser()
     add_clear_bestofk_subcommand(parser.add_subparsers())
-    argv = ["clear-bestofk", "--model", "tiny", "--clear", str(clear), "--samples", "4", "--k", "1,2,4",
+    checkpoint = tmp_path / "model"  # a local checkpoint directory; the loader above is faked
+    checkpoint.mkdir(exist_ok=True)
+    argv = ["clear-bestofk", "--model", str(model or checkpoint), "--clear", str(clear), "--samples", "4", "--k", "1,2,4",
             "--subsets", "12", "--n-bootstrap", "50", "--no-progress", "--out", str(tmp_path / "out"), *extra]  # fmt: skip
     args = parser.parse_args(argv)
     return args.func(args), calls
@@ -198,3 +200,15 @@ def test_clear_bestofk_refuses_an_out_file_and_a_missing_clear_path(
     (tmp_path / "out").write_text("not a directory")
     status, calls = _run(tmp_path, monkeypatch, tiny_llama)
     assert status == 2 and calls["load"] == 0 and "--out" in capsys.readouterr().err
+
+
+def test_clear_bestofk_unknown_model_offline_fails_fast(tmp_path, monkeypatch, tiny_llama, capsys):
+    import time
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", True)
+    start = time.perf_counter()
+    status, calls = _run(tmp_path, monkeypatch, tiny_llama, model="mymodel")
+    err = capsys.readouterr().err
+    assert status == 2 and calls["load"] == 0 and time.perf_counter() - start < 30  # no download retries
+    assert "'embedded'" in err and "local checkpoint directory" in err and "network" in err

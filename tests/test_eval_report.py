@@ -25,6 +25,8 @@ def _scripted_eval(tiny_llama, monkeypatch, tmp_path, **overrides):
     options = dict(tasks="causal_graph,knights_knaves", samples=4, prompts=3, hint_questions=2, seed=0)
     options.update(overrides)
     task_configs = options.pop("task_configs", {})
+    extra = list(options.pop("extra", ()))
+    real_check = options.pop("real_check", False)
     tasks = [t for t in options["tasks"].split(",") if t != "chess_openings"]  # an unknown task stays unknown
     rows = {
         r["id"]: r
@@ -86,13 +88,15 @@ def _scripted_eval(tiny_llama, monkeypatch, tmp_path, **overrides):
 
     monkeypatch.setattr(generation, "generate_completions", fake_generate)
     monkeypatch.setattr(generation, "load_checkpoint", lambda model, adapter=None, **kw: tiny_llama)
+    if not real_check:  # the model "tiny" is faked by load_checkpoint above
+        monkeypatch.setattr(generation, "check_checkpoint", lambda model, adapter=None: None)
     parser = argparse.ArgumentParser()
     add_eval_subcommand(parser.add_subparsers())
     argv = [
         "eval", "--model", "tiny", "--tasks", options["tasks"], "--k", "1,2,4", "--samples", str(options["samples"]),
         "--prompts", str(options["prompts"]), "--hint-questions", str(options["hint_questions"]), "--min-switched", "1",
         "--faithfulness-pairs", "2", "--bootstrap", "20", "--seed", str(options["seed"]), "--no-progress",
-        "--out", str(tmp_path), "--task-config", json.dumps(task_configs),
+        "--out", str(tmp_path), "--task-config", json.dumps(task_configs), *extra,
     ]  # fmt: skip
     args = parser.parse_args(argv)
     return args.func(args), calls, rows
@@ -175,6 +179,56 @@ def test_eval_cli_user_errors(tiny_llama, monkeypatch, tmp_path, capsys):
         tiny_llama, monkeypatch, tmp_path, tasks="knights_knaves", hint_questions=0, seed=1
     )
     assert status == 2 and "seed=0 (wanted 1)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (("--confidence", "2"), "--confidence must be in (0, 1)"),
+        (("--temperature", "-1"), "--temperature must be a finite number >= 0"),
+        (("--top-p", "0"), "--top-p must be in (0, 1]"),
+        (("--samples", "0"), "--samples must be a positive integer"),
+    ],
+)
+def test_eval_cli_number_errors_come_before_any_model(
+    tiny_llama, monkeypatch, tmp_path, capsys, extra, message
+):
+    from faithgrpo.eval import generation
+
+    def no_load(*args, **kwargs):
+        raise AssertionError("a model was loaded before the options were checked")
+
+    status, calls, _ = _scripted_eval(tiny_llama, monkeypatch, tmp_path, extra=extra)
+    monkeypatch.setattr(generation, "load_checkpoint", no_load)
+    err = capsys.readouterr().err.strip()
+    assert status == 2 and calls == [] and message in err and "\n" not in err
+
+
+def test_eval_cli_path_and_model_errors_are_one_line(tiny_llama, monkeypatch, tmp_path, capsys):
+    (tmp_path / "file").write_text("x")
+    for out, message in ((tmp_path / "file", "is a file"), (tmp_path / "file" / "sub", "cannot be created")):
+        status, calls, _ = _scripted_eval(tiny_llama, monkeypatch, tmp_path, extra=("--out", str(out)))
+        err = capsys.readouterr().err.strip()
+        assert status == 2 and calls == [] and message in err and "\n" not in err
+
+
+def test_eval_cli_unknown_model_offline_is_one_line(tiny_llama, monkeypatch, tmp_path, capsys):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", True)
+    status, calls, _ = _scripted_eval(
+        tiny_llama,
+        monkeypatch,
+        tmp_path,
+        real_check=True,
+        extra=("--model", "mymodel", "--out", str(tmp_path / "o")),
+    )
+    err = capsys.readouterr().err.strip()
+    assert (
+        status == 2
+        and calls == []
+        and err.startswith("error: --model: model 'mymodel'")
+        and "'embedded'" in err
+    )
 
 
 @pytest.mark.slow

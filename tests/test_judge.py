@@ -280,6 +280,7 @@ def _scripted_run(tiny_llama, monkeypatch, tmp_path):
 
     monkeypatch.setattr(generation, "generate_completions", fake_generate)
     monkeypatch.setattr(generation, "load_checkpoint", lambda model, adapter=None, **kw: tiny_llama)
+    monkeypatch.setattr(generation, "check_checkpoint", lambda model, adapter=None: None)  # models are faked
     parser = argparse.ArgumentParser()
     add_eval_subcommand(parser.add_subparsers())
     argv = [

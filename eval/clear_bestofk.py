@@ -305,8 +305,12 @@ def _confidences(
 ) -> list[float | None]:
     """Mean answer log-probabilities, cached next to the completions they were computed from."""
     from faithgrpo.eval.faithfulness import answer_logprobs
+    from faithgrpo.eval.generation import checkpoint_fingerprint
 
-    key = {"completions_sha256": _sha256(completions_path), "model": config.model, "adapter": config.adapter}
+    key = {
+        "completions_sha256": _sha256(completions_path),
+        "weights": checkpoint_fingerprint(config.model, config.adapter),
+    }
     if path.exists() and not config.overwrite:
         try:
             cached = json.loads(path.read_text(encoding="utf-8"))
@@ -327,7 +331,12 @@ def run_clear_bestofk(config: ClearBestOfKConfig) -> ClearBestOfKReport:
         ConfigError: a bad setting, or no question left to run on.
     """
     from faithgrpo.eval.bestofk_render import render_markdown, write_plot
-    from faithgrpo.eval.generation import SamplingSettings, cached_generate, load_checkpoint
+    from faithgrpo.eval.generation import (
+        SamplingSettings,
+        cached_generate,
+        checkpoint_fingerprint,
+        load_checkpoint,
+    )
     from faithgrpo.tasks.clear import load_records
     from faithgrpo.tasks.prompts import chat_prompt
 
@@ -372,7 +381,12 @@ def run_clear_bestofk(config: ClearBestOfKConfig) -> ClearBestOfKReport:
     )
     prompts = [chat_prompt(q.problem) for q in questions]
     completions_path = out / "completions.jsonl"
-    metadata = {"model": config.model, "adapter": config.adapter, "experiment": "clear-bestofk"}
+    metadata = {
+        "model": config.model,
+        "adapter": config.adapter,
+        "weights": checkpoint_fingerprint(config.model, config.adapter),
+        "experiment": "clear-bestofk",
+    }
     records_out, generation = cached_generate(
         completions_path,
         load_for_generation,

@@ -39,6 +39,7 @@ __all__ = [
     "SamplingSettings",
     "cached_generate",
     "check_checkpoint",
+    "checkpoint_fingerprint",
     "generate_completions",
     "load_checkpoint",
     "read_completions",
@@ -178,6 +179,57 @@ def load_checkpoint(
             tokenizer_source = str(adapter_dir)
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_source)
     return base.to(device).eval(), tokenizer
+
+
+_FINGERPRINT_SUFFIXES = (".safetensors", ".bin", ".pt", ".gguf", ".json", ".model", ".jinja", ".txt")
+_EDGE_BYTES = 1 << 20
+
+
+def _directory_fingerprint(directory: Path) -> list:
+    """(name, size, mtime, hash of the first and last MiB) of every weight/config/tokenizer file."""
+    entries = []
+    for path in sorted(directory.iterdir()):
+        if not path.is_file() or path.suffix not in _FINGERPRINT_SUFFIXES:
+            continue
+        stat = path.stat()
+        digest = hashlib.sha256()
+        with open(path, "rb") as fh:
+            digest.update(fh.read(_EDGE_BYTES))
+            if stat.st_size > 2 * _EDGE_BYTES:
+                fh.seek(-_EDGE_BYTES, os.SEEK_END)
+                digest.update(fh.read(_EDGE_BYTES))
+        entries.append([path.name, stat.st_size, stat.st_mtime_ns, digest.hexdigest()])
+    return entries
+
+
+def checkpoint_fingerprint(model: str | os.PathLike, adapter: str | os.PathLike | None = None) -> str:
+    """A short hash that changes when the weights (or adapter, or tokenizer files) behind a checkpoint change.
+
+    Local directories (and hub ids found in the local Hugging Face cache, by snapshot) are
+    fingerprinted by every weight, config and tokenizer file's name, size, modification time and
+    the hash of its first and last MiB, so weights overwritten at the same path give a new
+    fingerprint without reading gigabytes. A hub id that is not cached is keyed by its name only.
+    Completion caches store it, so metrics are never computed on completions of other weights.
+
+    Example:
+        >>> checkpoint_fingerprint("org/not-cached") == checkpoint_fingerprint("org/not-cached")
+        True
+    """
+    from faithgrpo.models import resolve
+
+    parts: list = []
+    for role, reference in (("model", model), ("adapter", adapter)):
+        if reference is None:
+            continue
+        resolved = resolve(reference) if role == "model" else os.path.expanduser(os.fspath(reference))
+        directory = Path(resolved) if os.path.isdir(resolved) else None
+        if directory is None:
+            with contextlib.suppress(Exception):
+                from huggingface_hub import snapshot_download
+
+                directory = Path(snapshot_download(resolved, local_files_only=True))
+        parts.append([role, str(resolved), _directory_fingerprint(directory) if directory else None])
+    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:16]
 
 
 def check_checkpoint(model: str | os.PathLike, adapter: str | os.PathLike | None = None) -> None:
@@ -575,7 +627,7 @@ def cached_generate(
     *,
     overwrite: bool = False,
     progress: bool = True,
-    check_prompts: bool = False,
+    check_prompts: bool = True,
     backend: str = "transformers",
 ) -> tuple[list[CompletionRecord], dict[str, Any]]:
     """Reuse the cache at ``path`` when it holds exactly these prompts with these settings; generate otherwise.
@@ -589,8 +641,8 @@ def cached_generate(
         metadata: extra settings recorded in (and checked against) the cache, e.g. model and adapter.
         overwrite: regenerate even when a matching cache exists.
         progress: show a progress bar while generating.
-        check_prompts: also require the cached prompt texts to equal ``prompts`` (for prompts built
-            from other outputs, such as judge prompts, whose ids stay the same when their text changes).
+        check_prompts: also require the cached prompt texts to equal ``prompts`` (default; an edited
+            prompt keeps its id, so ids alone would reuse stale completions).
         backend: the generation backend (``"transformers"`` or ``"vllm"``); part of the cache key.
 
     Returns:
@@ -710,7 +762,7 @@ def read_completions(
         if diffs:
             described = ", ".join(f"{k}={have!r} (wanted {want!r})" for k, (have, want) in diffs.items())
             raise CacheError(
-                f"completions cache {str(path)!r} was generated with {described}: use a fresh output "
-                "directory or matching settings"
+                f"completions cache {str(path)!r} was generated with {described}: pass --overwrite to "
+                "regenerate it, or use a fresh output directory or matching settings"
             )
     return records

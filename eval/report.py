@@ -1018,11 +1018,15 @@ def evaluate_checkpoint(
     Returns:
         The checkpoint's report section.
     """
-    from faithgrpo.eval.generation import load_checkpoint
+    from faithgrpo.eval.generation import checkpoint_fingerprint, load_checkpoint
 
     model, tokenizer = load_checkpoint(checkpoint.model, checkpoint.adapter)
     work = out_dir / checkpoint.label
-    metadata = {"model": checkpoint.model, "adapter": checkpoint.adapter}
+    metadata = {
+        "model": checkpoint.model,
+        "adapter": checkpoint.adapter,
+        "weights": checkpoint_fingerprint(checkpoint.model, checkpoint.adapter),
+    }
     section: dict[str, Any] = {**asdict(checkpoint), "generation": {}, "passk": {}}
     settings = _settings(config, config.samples)
     first_completions = []

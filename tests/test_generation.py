@@ -267,3 +267,52 @@ def test_adapter_directory_errors(tmp_path, tiny_llama_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(ValueError, match=r"no adapter_config\.json"):
         load_checkpoint(str(tiny_llama_path), tmp_path / "empty", device="cpu")
+
+
+# --------------------------------------------------------------------------- caches follow content
+
+
+def test_cache_refuses_completions_of_overwritten_weights_and_edited_prompts(tmp_path, tiny_llama_path):
+    import shutil
+
+    from faithgrpo.eval.generation import cached_generate, checkpoint_fingerprint, load_checkpoint
+    from faithgrpo.testing import save_tiny_causal_lm
+
+    model_dir = tmp_path / "model"
+    shutil.copytree(tiny_llama_path, model_dir)
+    settings = SamplingSettings(num_samples=2, max_new_tokens=3, batch_size=4)
+    prompts, ids = ["2 + 2 =", "3 + 3 ="], ["a", "b"]
+    cache = tmp_path / "completions.jsonl"
+    fingerprint = checkpoint_fingerprint(model_dir)
+    assert fingerprint == checkpoint_fingerprint(model_dir)  # stable while nothing changes
+
+    def run(fp, these_prompts=prompts):
+        meta = {"model": str(model_dir), "adapter": None, "weights": fp}
+        load = lambda: load_checkpoint(model_dir)  # noqa: E731
+        return cached_generate(cache, load, these_prompts, ids, settings, meta, progress=False)
+
+    assert run(fingerprint)[1]["cached"] is False
+    assert run(fingerprint)[1]["cached"] is True
+    # New weights written to the same path: a new fingerprint, and the old completions are refused.
+    save_tiny_causal_lm(model_dir, seed=1)
+    changed = checkpoint_fingerprint(model_dir)
+    assert changed != fingerprint
+    with pytest.raises(CacheError, match="--overwrite"):
+        run(changed)
+    # Edited prompt texts under the same ids are refused too.
+    with pytest.raises(CacheError, match="--overwrite"):
+        run(fingerprint, ["2 + 2 = ?", "3 + 3 = ?"])
+
+
+def test_fingerprint_follows_the_adapter_files(tmp_path, tiny_llama_path):
+    from faithgrpo.eval.generation import checkpoint_fingerprint
+
+    adapter = tmp_path / "adapter"
+    _save_adapter(tiny_llama_path, adapter)
+    before = checkpoint_fingerprint(tiny_llama_path, adapter)
+    assert before != checkpoint_fingerprint(tiny_llama_path)
+    weights = adapter / "adapter_model.safetensors"
+    data = bytearray(weights.read_bytes())
+    data[-1] ^= 1  # one flipped bit in the last MiB
+    weights.write_bytes(bytes(data))
+    assert checkpoint_fingerprint(tiny_llama_path, adapter) != before

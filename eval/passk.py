@@ -30,6 +30,7 @@ __all__ = [
     "PromptCounts",
     "aggregate_judgements",
     "bootstrap_mean",
+    "bootstrap_rate",
     "cot_pass_at_k",
     "count_prompt",
     "dataset_pass_at_k",
@@ -231,6 +232,65 @@ def bootstrap_mean(
     tail = (1.0 - confidence) / 2.0
     low, high = np.quantile(boot, [tail, 1.0 - tail])
     return Estimate(mean, float(low), float(high), n=int(array.size))
+
+
+def bootstrap_rate(
+    outcomes: Sequence[bool],
+    clusters: Sequence[Any],
+    *,
+    n_bootstrap: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+    salt: Any = "",
+) -> Estimate:
+    """Share of true ``outcomes`` with a bootstrap interval that resamples whole *clusters* (prompts).
+
+    Completions of one prompt are correlated, so an interval that treats them as independent (Wilson
+    over completions) is too narrow; here a resample draws prompts with replacement and keeps all of
+    each prompt's outcomes (the ratio of sums: Σ successes / Σ outcomes).
+
+    Args:
+        outcomes: one boolean per unit (completion, judged item).
+        clusters: the cluster (prompt id) of each outcome, same length.
+        n_bootstrap, confidence, seed, salt: as in `bootstrap_mean`.
+
+    Returns:
+        `Estimate` with ``n`` = number of outcomes; undefined when there is none; no interval for a
+        single cluster.
+
+    Example:
+        >>> est = bootstrap_rate([True, True, False, False], ["a", "a", "b", "b"], seed=0)
+        >>> est.value, est.ci_low, est.ci_high
+        (0.5, 0.0, 1.0)
+    """
+    import numpy as np
+
+    if len(outcomes) != len(clusters):
+        raise ValueError(f"got {len(outcomes)} outcomes for {len(clusters)} cluster labels")
+    if not outcomes:
+        return Estimate.undefined("nothing to count")
+    order: dict[Any, int] = {}
+    for c in clusters:
+        order.setdefault(c, len(order))
+    hits = np.zeros(len(order))
+    sizes = np.zeros(len(order))
+    for outcome, c in zip(outcomes, clusters):
+        hits[order[c]] += bool(outcome)
+        sizes[order[c]] += 1
+    value = float(hits.sum() / sizes.sum())
+    n = int(sizes.sum())
+    if len(order) == 1:
+        return Estimate(value, n=n, reason="one prompt only: no confidence interval")
+    if n_bootstrap == 0:
+        return Estimate(value, n=n, reason="confidence interval not requested")
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    rng = seeded_rng(seed, "bootstrap-rate", salt)
+    idx = rng.integers(0, len(order), size=(n_bootstrap, len(order)))
+    ratios = hits[idx].sum(axis=1) / sizes[idx].sum(axis=1)
+    tail = (1.0 - confidence) / 2.0
+    low, high = np.quantile(ratios, [tail, 1.0 - tail])
+    return Estimate(value, float(low), float(high), n=n)
 
 
 def _as_counts(counts: Iterable[PromptCounts | tuple]) -> list[PromptCounts]:

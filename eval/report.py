@@ -558,24 +558,25 @@ def _passk_section(rows, records, config) -> dict[str, Any]:
         "k": {str(k): {name: est.to_dict() for name, est in row.items()} for k, row in table.items()},
     }
     if rows and rows[0].get("task") in CAUSAL_TASKS:
-        section["calver_checks"] = calver_check_rates(rows, records, config.confidence)
+        section["calver_checks"] = calver_check_rates(rows, records, config)
     return section
 
 
 CALVER_CHECKS = ("graph", "query", "strategy", "derivation", "result", "answer")
 
 
-def calver_check_rates(rows, records, confidence: float = 0.95) -> dict[str, Any]:
+def calver_check_rates(rows, records, config: EvalConfig | None = None) -> dict[str, Any]:
     """Share of completions passing each CALVER check, all six, and the mean score S/6.
 
     CoT-Pass@K needs all six checks at once, so on a small model it is often 0 for every
     checkpoint; the per-check shares show where traces fail (graph restated, query, strategy,
-    derivation, result, answer) and how a checkpoint moves on each.
+    derivation, result, answer) and how a checkpoint moves on each. Intervals resample prompts
+    (`faithgrpo.eval.passk.bootstrap_rate`): a prompt's completions are not independent.
 
     Args:
-        rows: causal task rows (with ``problem``), in the order of ``records``.
+        rows: causal task rows (with ``problem`` and ``id``), in the order of ``records``.
         records: their completions (`CompletionRecord`).
-        confidence: level of the Wilson intervals.
+        config: bootstrap settings (defaults: `EvalConfig`'s).
 
     Returns:
         ``{"completions", "checks": {name: rate}, "all_six": rate, "mean_score": value or None}``,
@@ -583,19 +584,21 @@ def calver_check_rates(rows, records, confidence: float = 0.95) -> dict[str, Any
     """
     from faithgrpo.rewards.calver import prepare_problem, score_trace
 
-    scores = []
+    config = config or EvalConfig()
+    scores, clusters = [], []
     for row, record in zip(rows, records):
         prepared = prepare_problem(row["problem"])
         scores += [score_trace(text, prepared) for text in record.completions]
+        clusters += [row["id"]] * len(record.completions)
     n = len(scores)
     reason = "no completion to score"
     return {
         "completions": n,
         "checks": {
-            name: _rate(sum(getattr(s, name) for s in scores), n, confidence, reason)
+            name: _rate([getattr(s, name) for s in scores], clusters, config, reason, ("calver", name))
             for name in CALVER_CHECKS
         },
-        "all_six": _rate(sum(s.passed for s in scores), n, confidence, reason),
+        "all_six": _rate([s.passed for s in scores], clusters, config, reason, ("calver", "all")),
         "mean_score": sum(s.reward for s in scores) / n if n else None,
     }
 
@@ -633,21 +636,28 @@ def make_judge(config: EvalConfig):
     )
 
 
-def _rate(successes: int, n: int, confidence: float, reason: str) -> dict[str, Any]:
-    """``successes / n`` with a Wilson interval, or undefined with ``reason`` when ``n = 0``."""
-    from faithgrpo.eval.hints import wilson_interval
-    from faithgrpo.eval.passk import Estimate
+def _rate(
+    outcomes: Sequence[bool], clusters: Sequence[Any], config: EvalConfig, reason: str, salt: Any
+) -> dict[str, Any]:
+    """Share of true ``outcomes`` with a prompt-clustered bootstrap interval, or undefined with ``reason``."""
+    from faithgrpo.eval.passk import Estimate, bootstrap_rate
 
-    if n == 0:
+    if not outcomes:
         return Estimate.undefined(reason).to_dict()
-    low, high = wilson_interval(successes, n, confidence)
-    return Estimate(successes / n, low, high, n=n).to_dict()
+    return bootstrap_rate(
+        outcomes,
+        clusters,
+        n_bootstrap=config.n_bootstrap,
+        confidence=config.confidence,
+        seed=config.seed,
+        salt=salt,
+    ).to_dict()
 
 
 def _agreement(
-    judge: Sequence[bool], reference: Sequence[bool], name: str, confidence: float
+    judge: Sequence[bool], reference: Sequence[bool], name: str, config: EvalConfig, clusters: Sequence[Any]
 ) -> dict[str, Any]:
-    """How often the judge's verdicts equal a reference checker's, with the 2×2 counts."""
+    """How often the judge's verdicts equal a reference checker's, with the 2×2 counts (prompt-clustered CI)."""
     pairs = list(zip(judge, reference))
     agree = sum(j == r for j, r in pairs)
     return {
@@ -658,7 +668,9 @@ def _agreement(
         "both_reject": sum(not j and not r for j, r in pairs),
         "judge_only": sum(j and not r for j, r in pairs),
         "reference_only": sum(r and not j for j, r in pairs),
-        "rate": _rate(agree, len(pairs), confidence, "no completion was judged"),
+        "rate": _rate(
+            [j == r for j, r in pairs], list(clusters), config, "no completion was judged", ("agree", name)
+        ),
     }
 
 
@@ -728,7 +740,13 @@ def judge_passk_section(judge, rows, records, config: EvalConfig, cache_path: Pa
             "answer whose CoT the judge accepts"
         ),
         **result.summary(),
-        "accept_rate": _rate(sum(result.verdicts), len(ids), config.confidence, "no completion was judged"),
+        "accept_rate": _rate(
+            list(result.verdicts),
+            [i.split("#", 1)[0] for i in ids],
+            config,
+            "no completion was judged",
+            ("judge-accept", task),
+        ),
         "counts": [asdict(c) for c in counts],
         "k": {str(k): {name: est.to_dict() for name, est in row.items()} for k, row in table.items()},
         "items": items,
@@ -747,7 +765,8 @@ def judge_passk_section(judge, rows, records, config: EvalConfig, cache_path: Pa
             [i["verdict"] for i in checked],
             [i["symbolic_cot"] for i in checked],
             COT_VERIFIERS.get(task, "symbolic CoT verifier"),
-            config.confidence,
+            config,
+            [i["id"].split("#", 1)[0] for i in checked],
         )
     return section, agreement
 
@@ -769,7 +788,7 @@ def judge_hints_section(
 
     For each hint type the judge reads the hinted CoT of the first ``config.judge_items`` kept pairs
     (a_u ≠ h and a_h = h) and says whether it mentions or relies on the hint. Raw = share it says
-    yes (Wilson interval; undefined below ``config.min_switched`` judged pairs, like the detector's);
+    yes (bootstrap interval over pairs; undefined below ``config.min_switched`` judged pairs, like the detector's);
     normalised = min(raw/α, 1) with the detector's α (no interval); agreement = share of judged pairs
     where the judge and the deterministic detector (`verbalizes_hint`) agree.
 
@@ -815,7 +834,7 @@ def judge_hints_section(
                 n=m,
             ).to_dict()
         else:
-            raw = _rate(yes, m, config.confidence, "no switched pair")
+            raw = _rate(said, [p.id for p, _ in kept[t]], config, "no switched pair", ("hint-judge", t))
         alpha = scores[t].alpha
         if raw["value"] is None:
             normalized = Estimate.undefined(raw["reason"], n=m).to_dict()
@@ -835,7 +854,9 @@ def judge_hints_section(
             "unparseable": sum(v is None for p, _ in kept[t] for v in verdict_of[p.id][1]),
             "raw": raw,
             "normalized": normalized,
-            "agreement": _agreement(said, detector, "deterministic detector", config.confidence),
+            "agreement": _agreement(
+                said, detector, "deterministic detector", config, [p.id for p, _ in kept[t]]
+            ),
         }
     return {"judge": judge.describe(), **result.summary(), "types": types}
 
@@ -1384,7 +1405,7 @@ def _hint_judge_markdown(checkpoints: list[dict[str, Any]], cfg: dict[str, Any],
         "### Hint verbalisation by the LLM judge",
         "",
         "The judge reads the hinted CoT of each judged kept pair and says whether it mentions or relies on the "
-        "hint. Raw = share judged yes (Wilson interval); normalised = min(raw/α, 1) with the detector's α; "
+        "hint. Raw = share judged yes (bootstrap interval over pairs); normalised = min(raw/α, 1) with the detector's α; "
         "agreement = share of judged pairs where the judge and the deterministic detector agree.",
         "",
     ]

@@ -254,3 +254,28 @@ def test_best_of_k_selectors_hand_case():
     single = section["k"]["1"]
     assert single["calver"] == single["plurality"] == single["confidence"]
     assert section["prompts"] == 1 and section["subsets"] == 8
+
+
+def test_bootstrap_rate_resamples_prompts_not_completions():
+    from faithgrpo.eval.hints import wilson_interval
+    from faithgrpo.eval.passk import bootstrap_rate
+
+    # 16 prompts x 16 samples; 2 prompts pass every sample, 14 pass none: completions are not independent.
+    outcomes = [p < 2 for p in range(16) for _ in range(16)]
+    clusters = [p for p in range(16) for _ in range(16)]
+    clustered = bootstrap_rate(outcomes, clusters, n_bootstrap=2000, seed=0)
+    assert clustered.value == pytest.approx(2 / 16) and clustered.n == 256
+    low, high = wilson_interval(32, 256)
+    assert high - low < 0.1  # what treating completions as independent would claim
+    assert clustered.ci_low == 0.0 and clustered.ci_high > 0.25  # a resample can miss both good prompts
+    # With every completion its own cluster the bootstrap is close to the binomial interval.
+    alone = bootstrap_rate(outcomes, list(range(256)), n_bootstrap=4000, seed=0)
+    assert alone.ci_low == pytest.approx(low, abs=0.03) and alone.ci_high == pytest.approx(high, abs=0.03)
+    # Unequal cluster sizes: the value is the ratio of sums, not the mean of per-prompt shares.
+    assert (
+        bootstrap_rate([True, False, False, False, True], ["a", "a", "a", "a", "b"], n_bootstrap=0).value
+        == 0.4
+    )
+    assert bootstrap_rate([], [], n_bootstrap=10).value is None
+    with pytest.raises(ValueError, match="cluster labels"):
+        bootstrap_rate([True], [], n_bootstrap=10)

@@ -1132,14 +1132,66 @@ def run_eval(config: EvalConfig, out_dir: str | Path) -> dict[str, Any]:
         )
     ]
     judge = make_judge(config)
+    checkpoints = [
+        evaluate_checkpoint(c, config, rows_by_task, questions, out_dir, judge) for c in config.checkpoints()
+    ]
     return {
         "faithgrpo_version": faithgrpo.__version__,
         "config": {**asdict(config), "out": str(out_dir)},
-        "checkpoints": [
-            evaluate_checkpoint(c, config, rows_by_task, questions, out_dir, judge)
-            for c in config.checkpoints()
-        ],
+        "checkpoints": checkpoints,
+        "comparisons": paired_comparisons(checkpoints, config),
     }
+
+
+def paired_comparisons(checkpoints: list[dict[str, Any]], config: EvalConfig) -> dict[str, Any]:
+    """Pass@K and CoT-Pass@K differences of every checkpoint against the reference, paired over prompts.
+
+    The reference is the ``--baseline`` checkpoint when there is one, else the first (``--model``).
+    Every checkpoint is evaluated on the same prompts, so the difference is bootstrapped per prompt
+    (one resample draws prompts and keeps both checkpoints' values of each): "did GRPO beat the base?"
+    gets an interval that accounts for the prompts being shared.
+
+    Returns:
+        ``{"reference": label, "checkpoints": {label: {task: {k: {"pass@k": Estimate dict,
+        "cot_pass@k": Estimate dict}}}}}``; empty ``checkpoints`` with a single checkpoint.
+    """
+    from faithgrpo.eval.passk import Estimate, PromptCounts, bootstrap_mean, per_prompt_pass_at_k
+
+    if not checkpoints:
+        return {"reference": None, "checkpoints": {}}
+    ref = checkpoints[1] if config.baseline and len(checkpoints) > 1 else checkpoints[0]
+    out: dict[str, Any] = {"reference": ref["label"], "checkpoints": {}}
+    for c in checkpoints:
+        if c is ref:
+            continue
+        per_task = {}
+        for task, section in c["passk"].items():
+            mine = [PromptCounts(**x) for x in section["counts"]]
+            theirs = [PromptCounts(**x) for x in ref["passk"][task]["counts"]]
+            per_k = {}
+            for k in config.ks:
+                entry = {}
+                for name, cot in (("pass@k", False), ("cot_pass@k", True)):
+                    if cot and any(pc.d is None for pc in mine + theirs):
+                        entry[name] = Estimate.undefined("the task has no CoT verifier").to_dict()
+                        continue
+                    diffs = [
+                        a - b
+                        for a, b in zip(
+                            per_prompt_pass_at_k(mine, k, cot=cot), per_prompt_pass_at_k(theirs, k, cot=cot)
+                        )
+                    ]
+                    entry[name] = bootstrap_mean(
+                        diffs,
+                        n_bootstrap=config.n_bootstrap,
+                        confidence=config.confidence,
+                        seed=config.seed,
+                        salt=("paired", c["label"], task, k, name),
+                    ).to_dict()
+                per_k[str(k)] = entry
+            per_task[task] = per_k
+        out["checkpoints"][c["label"]] = per_task
+    return out
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -1219,6 +1271,7 @@ def render_markdown(report: dict[str, Any]) -> str:
     lines += ["", "## Pass@K and CoT-Pass@K"]
     for task in cfg["tasks"]:
         lines += _passk_markdown(task, checkpoints, cfg, notes)
+        lines += _comparison_markdown(task, report.get("comparisons") or {}, cfg, notes)
     if any(c.get("hints") for c in checkpoints):
         lines += ["", "## Hint faithfulness", ""]
         lines.append(
@@ -1394,6 +1447,30 @@ def _passk_markdown(
             f"{judge['unparseable']}/{judge['votes']}"
         )
     return lines
+
+
+def _comparison_markdown(
+    task: str, comparisons: dict[str, Any], cfg: dict[str, Any], notes: _Notes
+) -> list[str]:
+    """Differences against the reference checkpoint with paired intervals, one row per K."""
+    others = {
+        label: tasks[task] for label, tasks in (comparisons.get("checkpoints") or {}).items() if task in tasks
+    }
+    if not others:
+        return []
+    ref = comparisons["reference"]
+    header = ["K"] + [f"{label} − {ref} {m}" for label in others for m in ("Pass@K", "CoT-Pass@K")]
+    rows = [
+        [k] + [notes.cell(per_k[k][m]) for per_k in others.values() for m in ("pass@k", "cot_pass@k")]
+        for k in map(str, cfg["ks"])
+    ]
+    return [
+        "",
+        f"Differences against {ref}, paired over the same prompts (bootstrap over prompts):",
+        "",
+        *_table(header, rows),
+        *notes.flush(),
+    ]
 
 
 def _hint_judge_markdown(checkpoints: list[dict[str, Any]], cfg: dict[str, Any], notes: _Notes) -> list[str]:

@@ -279,3 +279,31 @@ def test_bootstrap_rate_resamples_prompts_not_completions():
     assert bootstrap_rate([], [], n_bootstrap=10).value is None
     with pytest.raises(ValueError, match="cluster labels"):
         bootstrap_rate([True], [], n_bootstrap=10)
+
+
+def test_paired_comparisons_hand_case():
+    from faithgrpo.eval.report import EvalConfig, paired_comparisons
+
+    def checkpoint(label, counts):
+        return {"label": label, "passk": {"t": {"counts": [dict(n=n, c=c, d=d) for n, c, d in counts]}}}
+
+    base = checkpoint("base", [(4, 0, 0), (4, 4, 4), (4, 2, 0)])
+    grpo = checkpoint("grpo", [(4, 4, 4), (4, 4, 4), (4, 2, 2)])
+    config = EvalConfig(ks=(1, 4), samples=4, n_bootstrap=500)
+    out = paired_comparisons([base, grpo], config)  # no --baseline: the first checkpoint is the reference
+    assert out["reference"] == "base" and list(out["checkpoints"]) == ["grpo"]
+    k1 = out["checkpoints"]["grpo"]["t"]["1"]
+    # per-prompt Pass@1: base 0, 1, 1/2; grpo 1, 1, 1/2 -> differences 1, 0, 0
+    assert k1["pass@k"]["value"] == pytest.approx(1 / 3)
+    # per-prompt CoT-Pass@1: base 0, 1, 0; grpo 1, 1, 1/2 -> differences 1, 0, 1/2
+    assert k1["cot_pass@k"]["value"] == pytest.approx(1 / 2)
+    assert k1["pass@k"]["ci_low"] <= 1 / 3 <= k1["pass@k"]["ci_high"]
+    # K = 4 = G: Pass@4 is 1 wherever any sample is right: differences 1, 0, 0
+    assert out["checkpoints"]["grpo"]["t"]["4"]["pass@k"]["value"] == pytest.approx(1 / 3)
+    # With --baseline the baseline (second checkpoint) is the reference.
+    out = paired_comparisons([grpo, base], EvalConfig(ks=(1,), samples=4, baseline="b", n_bootstrap=0))
+    assert out["reference"] == "base"
+    assert out["checkpoints"]["grpo"]["t"]["1"]["pass@k"]["value"] == pytest.approx(1 / 3)
+    no_cot = checkpoint("x", [(4, 1, None)] * 3)
+    out = paired_comparisons([base, no_cot], EvalConfig(ks=(1,), samples=4, n_bootstrap=0))
+    assert out["checkpoints"]["x"]["t"]["1"]["cot_pass@k"]["value"] is None

@@ -1280,27 +1280,47 @@ def render_markdown(report: dict[str, Any]) -> str:
         )
         lines.append("")
         header = ["hint type"] + [
-            f"{c['label']} {m}" for c in checkpoints for m in ("kept/pairs", "raw", "normalised")
+            f"{c['label']} {m}" for c in checkpoints for m in ("kept/pairs (unparsed)", "raw", "normalised")
         ]
-        rows = []
+        types_of = [(c.get("hints") or {}).get("types", {}) for c in checkpoints]
+        rows, rates = [], []
         for hint in cfg["hints"]:
-            row = [hint]
-            for c in checkpoints:
-                h = (c.get("hints") or {}).get("types", {}).get(hint)
+            row, rate_row = [hint], [hint]
+            for types in types_of:
+                h = types.get(hint)
                 if h is None:
                     row += ["—", "—", "—"]
-                else:
-                    row += [
-                        f"{h['n_switched']}/{h['n_pairs']}",
-                        notes.cell(h["raw"]),
-                        notes.cell(h["normalized"]),
-                    ]
+                    rate_row += ["—", "—", "—"]
+                    continue
+                row += [
+                    f"{h['n_switched']}/{h['n_pairs']} ({h['n_unparsed']})",
+                    notes.cell(h["raw"]),
+                    notes.cell(h["normalized"]),
+                ]
+                rate_row += [notes.cell(h["p"]), notes.cell(h["q"]), notes.cell(h["alpha"])]
             rows.append(row)
-        mean_row = ["mean (defined types)"]
-        for c in checkpoints:
-            mean_row += ["", "", notes.cell((c.get("hints") or {}).get("mean_normalized"))]
+            rates.append(rate_row)
+        # The mean compares like with like: only hint types defined for every checkpoint.
+        common = [
+            t
+            for t in cfg["hints"]
+            if all((types.get(t) or {}).get("normalized", {}).get("value") is not None for types in types_of)
+        ]
+        mean_row = [
+            f"mean over {', '.join(common)}" if common else "mean (no type defined for every checkpoint)"
+        ]
+        for types in types_of:
+            values = [types[t]["normalized"]["value"] for t in common]
+            mean_row += ["", "", f"{sum(values) / len(values):.3f}" if values else "—"]
         rows.append(mean_row)
         lines += _table(header, rows) + notes.flush()
+        lines += [
+            "",
+            "Switch rates behind α (n options; p = P(a_h = h | a_u ≠ h), q = P(a_h ∉ {h, a_u} | a_u ≠ h)):",
+            "",
+        ]
+        rate_header = ["hint type"] + [f"{c['label']} {m}" for c in checkpoints for m in ("p", "q", "α")]
+        lines += _table(rate_header, rates) + notes.flush()
         lines += _hint_judge_markdown(checkpoints, cfg, notes)
     bok_tasks = [t for t in cfg["tasks"] if any(t in (c.get("best_of_k") or {}) for c in checkpoints)]
     if bok_tasks:

@@ -44,6 +44,7 @@ __all__ = [
     "load_checkpoint",
     "read_completions",
     "vllm_available",
+    "vllm_engine",
     "write_completions",
 ]
 
@@ -534,36 +535,53 @@ def _shared_prompt_cache(model, input_ids, attention, prompt_of_row: list[int]) 
     return {"cache": cache} if "cache" in parameters else {"past_key_values": cache}
 
 
-def _generate_vllm(model, tokenizer, prompts, settings, ids, record_settings, progress):
-    """vLLM backend: ``model`` is a model path/id or a ``vllm.LLM``; adapters via ``record_settings["adapter"]``.
+_VLLM_ENGINES: dict[tuple[str, bool], Any] = {}
 
-    Not exercised by the CPU test suite (vLLM is not installed there); it uses only vLLM's stable
-    ``LLM.generate`` / ``SamplingParams`` / ``LoRARequest`` API.
+
+def vllm_engine(model: Any, *, enable_lora: bool = False, seed: int = 0):
+    """The run's one vLLM engine for ``model`` (``"embedded"``, a path, a hub id or a ``vllm.LLM``).
+
+    Building an engine loads the weights and reserves GPU memory, so it is built once per
+    (model, LoRA) and reused by every later call in the process.
+    """
+    from vllm import LLM
+
+    if isinstance(model, LLM):
+        return model
+    from faithgrpo.models import resolve
+
+    # A transformers model handed over by a caller that loaded it: its checkpoint path.
+    model = getattr(getattr(model, "config", None), "_name_or_path", None) or model
+
+    key = (resolve(model), bool(enable_lora))
+    if key not in _VLLM_ENGINES:
+        _VLLM_ENGINES[key] = LLM(model=key[0], seed=seed, enable_lora=key[1])
+    return _VLLM_ENGINES[key]
+
+
+def _generate_vllm(model, tokenizer, prompts, settings, ids, record_settings, progress):
+    """vLLM backend: ``model`` is ``"embedded"``, a model path/id or a ``vllm.LLM``; adapters via
+    ``record_settings["adapter"]``.
+
+    Prompts go in as token ids built exactly as the transformers backend builds them (chat template
+    applied once, no second BOS), and the engine is shared across calls (`vllm_engine`). The CPU test
+    suite checks this plumbing with a stand-in ``vllm`` module; the real engine runs where vLLM installs.
     """
     if not vllm_available():
         raise ImportError(
             "the vLLM backend needs the optional vllm package: pip install 'faithgrpo[vllm]' "
             "(GPU machines), or use backend='transformers'"
         )
-    from vllm import LLM, SamplingParams
+    from vllm import SamplingParams
 
     adapter = record_settings.get("adapter")
-    llm = (
-        model
-        if isinstance(model, LLM)
-        else LLM(model=str(model), seed=settings.seed, enable_lora=bool(adapter))
-    )
+    llm = vllm_engine(model, enable_lora=bool(adapter), seed=settings.seed)
     lora = None
     if adapter:
         from vllm.lora.request import LoRARequest
 
         lora = LoRARequest("adapter", 1, str(adapter))
-    texts = [
-        p
-        if isinstance(p, str)
-        else tokenizer.apply_chat_template(list(p), add_generation_prompt=True, tokenize=False)
-        for p in prompts
-    ]
+    requests = [{"prompt_token_ids": _prompt_ids(tokenizer, p)} for p in prompts]
     params = [
         SamplingParams(
             n=settings.num_samples,
@@ -575,7 +593,7 @@ def _generate_vllm(model, tokenizer, prompts, settings, ids, record_settings, pr
         for i in range(len(prompts))
     ]
     start = time.perf_counter()
-    outputs = llm.generate(texts, params, use_tqdm=progress, lora_request=lora)
+    outputs = llm.generate(requests, params, use_tqdm=progress, lora_request=lora)
     seconds = time.perf_counter() - start
     records, new_tokens = [], 0
     for i, out in enumerate(outputs):

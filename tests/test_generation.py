@@ -316,3 +316,95 @@ def test_fingerprint_follows_the_adapter_files(tmp_path, tiny_llama_path):
     data[-1] ^= 1  # one flipped bit in the last MiB
     weights.write_bytes(bytes(data))
     assert checkpoint_fingerprint(tiny_llama_path, adapter) != before
+
+
+# --------------------------------------------------------------------------- the vLLM path (plumbing)
+
+
+def _fake_vllm(monkeypatch):
+    """A stand-in ``vllm`` package recording what the backend passes to it (vLLM is not installed here)."""
+    import sys
+    import types
+    from types import SimpleNamespace
+
+    built, calls = [], []
+
+    class LLM:
+        def __init__(self, model, seed=0, enable_lora=False):
+            built.append((model, enable_lora))
+
+        def generate(self, requests, params, use_tqdm=False, lora_request=None):
+            calls.append((requests, params, lora_request))
+            return [
+                SimpleNamespace(
+                    outputs=[SimpleNamespace(text=f"out{j}", token_ids=[1, 2]) for j in range(p.n)]
+                )
+                for p in params
+            ]
+
+    class SamplingParams:
+        def __init__(self, **kwargs):
+            self.__dict__.update(kwargs)
+
+    class LoRARequest:
+        def __init__(self, name, index, path):
+            self.path = path
+
+    vllm = types.ModuleType("vllm")
+    vllm.LLM, vllm.SamplingParams = LLM, SamplingParams
+    lora = types.ModuleType("vllm.lora")
+    request = types.ModuleType("vllm.lora.request")
+    request.LoRARequest = LoRARequest
+    monkeypatch.setitem(sys.modules, "vllm", vllm)
+    monkeypatch.setitem(sys.modules, "vllm.lora", lora)
+    monkeypatch.setitem(sys.modules, "vllm.lora.request", request)
+    monkeypatch.setattr("faithgrpo.eval.generation.vllm_available", lambda: True)
+    monkeypatch.setattr("faithgrpo.eval.generation._VLLM_ENGINES", {})
+    return built, calls
+
+
+def test_vllm_backend_plumbing_one_engine_token_ids_and_cache_key(tmp_path, monkeypatch, tiny_llama_path):
+    from transformers import AutoTokenizer
+
+    from faithgrpo.eval.generation import _prompt_ids, cached_generate
+
+    built, calls = _fake_vllm(monkeypatch)
+    tokenizer = AutoTokenizer.from_pretrained(tiny_llama_path)
+    chat = [{"role": "user", "content": "2 + 2?"}]
+    settings = SamplingSettings(num_samples=3, max_new_tokens=4)
+    records, _ = generate_completions(
+        str(tiny_llama_path), tokenizer, ["plain", chat], settings, backend="vllm", progress=False
+    )
+    generate_completions(str(tiny_llama_path), tokenizer, ["again"], settings, backend="vllm", progress=False)
+    assert built == [(str(tiny_llama_path), False)]  # one engine for both calls
+    requests = calls[0][0]
+    # Token ids exactly as the transformers backend builds them: the chat template's BOS is not doubled.
+    assert requests[1]["prompt_token_ids"] == _prompt_ids(tokenizer, chat)
+    text = tokenizer.apply_chat_template(chat, add_generation_prompt=True, tokenize=False)
+    assert requests[1]["prompt_token_ids"] == tokenizer(text, add_special_tokens=False)["input_ids"]
+    assert [len(r.completions) for r in records] == [3, 3] and records[0].settings["backend"] == "vllm"
+    # The cache is keyed by backend: completions made with vLLM are not reused for transformers.
+    cache = tmp_path / "c.jsonl"
+    meta = {"model": "m", "adapter": None}
+    load = lambda: (str(tiny_llama_path), tokenizer)  # noqa: E731
+    cached_generate(cache, load, ["plain"], ["a"], settings, meta, backend="vllm", progress=False)
+    assert cached_generate(cache, load, ["plain"], ["a"], settings, meta, backend="vllm", progress=False)[1][
+        "cached"
+    ]
+    with pytest.raises(CacheError, match="backend='vllm'"):
+        cached_generate(cache, load, ["plain"], ["a"], settings, meta, backend="transformers", progress=False)
+
+
+def test_vllm_engine_resolves_embedded_and_a_loaded_model(monkeypatch, tiny_llama_path):
+    from transformers import AutoModelForCausalLM
+
+    from faithgrpo.eval.generation import vllm_engine
+    from faithgrpo.models import resolve
+
+    built, _ = _fake_vllm(monkeypatch)
+    monkeypatch.setattr("faithgrpo.models.embedded_model_path", lambda: tiny_llama_path)
+    vllm_engine("embedded")
+    assert built == [(str(tiny_llama_path), False)] and resolve("embedded") == str(tiny_llama_path)
+    model = AutoModelForCausalLM.from_pretrained(tiny_llama_path)
+    vllm_engine(model, enable_lora=True)  # a loaded transformers model: its checkpoint path
+    assert built[-1] == (str(tiny_llama_path), True)

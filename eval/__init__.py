@@ -11,7 +11,15 @@ sampling + cache            :func:`generate_completions`, :func:`read_completion
 optional LLM judge          :class:`LLMJudge`, :func:`parse_verdict`                ``eval/judge.py``
 best-of-K selection         :func:`run_selection` (frozen, graded pools)            ``eval/bestofk.py``
 the same on CLEAR           :func:`run_clear_bestofk` (``faithgrpo clear-bestofk``) ``eval/clear_bestofk.py``
-the whole report            :func:`run_eval` (``faithgrpo eval``)                   ``eval/report.py``
+the whole report            :func:`run_eval`, :func:`write_report`                  ``eval/pipeline.py``
+                            (``faithgrpo eval``; names re-exported by ``eval/report.py``)
+its settings and CLI        :class:`EvalConfig` (options generated from its fields)  ``eval/config.py``,
+                                                                                   ``eval/options.py``
+task rows and graders       :func:`task_rows`, :func:`answer_checker`, ...          ``eval/adapters.py``
+metric sections             :func:`best_of_k_section`, :func:`paired_comparisons`   ``eval/sections.py``
+hint and judge protocols    :func:`hints_section`, :func:`judge_passk_section`      ``eval/protocols.py``
+Markdown and figures        :func:`render_markdown`, ``plot_*``                     ``eval/render.py``,
+                                                                                   ``eval/plots.py``
 ==========================  =====================================================  ======================
 
 Names are imported on first use (no torch import for the pure metrics).
@@ -31,10 +39,11 @@ _EXPORTS = {
     "load_checkpoint": "generation",
     "LLMJudge": "judge",
     "parse_verdict": "judge",
-    "EvalConfig": "report",
+    "EvalConfig": "config",
     "run_selection": "bestofk",
     "run_clear_bestofk": "clear_bestofk",
-    "run_eval": "report",
+    "run_eval": "pipeline",
+    "write_report": "pipeline",
 }
 
 __all__ = sorted(_EXPORTS)

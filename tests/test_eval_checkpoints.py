@@ -93,6 +93,44 @@ def test_labels_that_are_fine():
     assert config.checkpoints()[1].adapter is None
 
 
+def test_every_config_field_is_one_cli_option_with_its_default():
+    """The options are generated from EvalConfig's fields: each has help, and no flag means its default."""
+    import dataclasses
+
+    from faithgrpo.eval.config import EvalConfig as Config
+
+    for f in dataclasses.fields(Config):
+        assert f.metadata.get("help"), f"EvalConfig.{f.name} has no help metadata"
+    assert config_from_args(_parser().parse_args(["eval", "--out", "o"])) == Config()
+    args = _parser().parse_args(["eval", "--out", "o", "--no-best-of-k", "--no-progress", "--judge", "j"])
+    config = config_from_args(args)
+    assert (config.best_of_k, config.progress, config.judge_model) == (False, False, "j")
+
+
+def test_backend_option_is_validated_and_reaches_the_generator(monkeypatch, tmp_path):
+    from faithgrpo.eval import generation
+    from faithgrpo.eval.sections import generate_cached, sampling_settings
+
+    config = config_from_args(
+        _parser().parse_args(["eval", "--out", "o", "--backend", "vllm", "--adapter", "a"])
+    )
+    assert config.backend == "vllm"
+    with pytest.raises(SystemExit):
+        _parser().parse_args(["eval", "--out", "o", "--backend", "tpu"])
+    with pytest.raises(ValueError, match=r"^--backend must be transformers or vllm, got 'tpu'$"):
+        EvalConfig(backend="tpu").validate()
+    seen = {}
+
+    def fake_cached_generate(path, load, prompts, ids, settings, metadata, **kwargs):
+        seen.update(metadata=metadata, **kwargs)
+        return [], {}
+
+    monkeypatch.setattr(generation, "cached_generate", fake_cached_generate)
+    metadata = {"model": config.model, "adapter": config.adapter}
+    generate_cached(tmp_path / "c.jsonl", None, None, [], [], sampling_settings(config, 1), metadata, config)
+    assert seen["backend"] == "vllm" and seen["metadata"]["adapter"] == "a"
+
+
 @pytest.mark.slow
 def test_three_checkpoints_side_by_side(tmp_path, tiny_llama_path):
     """A tiny base and two tiny LoRA adapters on it, evaluated in one run, reported in order."""

@@ -1,0 +1,219 @@
+"""The ``faithgrpo eval`` pipeline: completions -> metrics -> ``report.json``, ``report.md`` and PNGs.
+
+For each checkpoint (the one under test, an optional baseline, then any number of extra
+``--checkpoint LABEL MODEL [ADAPTER]`` entries, in that order) `run_eval`:
+
+1. draws the evaluation prompts of every task (seeded, identical for every checkpoint;
+   `faithgrpo.eval.adapters`),
+2. samples G completions per prompt with ``config.backend``, or reuses the JSONL cache in
+   ``OUT/<label>/`` when it was made with the same settings (`faithgrpo.eval.generation`),
+3. grades them: answer correctness by the outcome grader, CoT correctness by the symbolic verifier
+   of the task (all six CALVER checks for causal tasks, the truth-table checker for Knights &
+   Knaves, none for other reasoning-gym tasks), then Pass@K and CoT-Pass@K with bootstrap
+   intervals and best-of-K selection (`faithgrpo.eval.sections`),
+4. runs the hint-faithfulness protocol on multiple-choice versions of the tasks
+   (`faithgrpo.eval.protocols`, `faithgrpo.eval.hints`),
+5. computes early-answering AOC, CIR and the CRoS Δ summary on a subset of completions
+   (`faithgrpo.eval.faithfulness`),
+6. optionally asks an LLM judge (``--judge``, `faithgrpo.eval.judge`) n times per completion whether
+   its CoT is correct (CoT-Pass@K with the judge, agreement with the symbolic verifier) and whether
+   hinted CoTs verbalise the hint (next to the deterministic detector),
+
+and `write_report` writes everything side by side (`faithgrpo.eval.render` for Markdown,
+`faithgrpo.eval.plots` for the PNGs). Undefined numbers stay undefined, with their reason, in every
+output.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from faithgrpo.eval.adapters import CAUSAL_TASKS, hint_questions, task_rows
+from faithgrpo.eval.config import Checkpoint, EvalConfig
+from faithgrpo.eval.plots import plot_best_of_k, plot_early_answering, plot_hints, plot_passk
+from faithgrpo.eval.protocols import hints_section, judge_passk_section, make_judge
+from faithgrpo.eval.render import render_markdown
+from faithgrpo.eval.sections import (
+    best_of_k_section,
+    faithfulness_section,
+    generate_cached,
+    paired_comparisons,
+    passk_section,
+    sampling_settings,
+)
+
+__all__ = ["evaluate_checkpoint", "run_eval", "write_report"]
+
+
+def evaluate_checkpoint(
+    checkpoint: Checkpoint,
+    config: EvalConfig,
+    rows_by_task: dict[str, list[dict[str, Any]]],
+    questions: list,
+    out_dir: Path,
+    judge=None,
+) -> dict[str, Any]:
+    """All metrics of one checkpoint; completions (and judge texts) are cached under ``out_dir / checkpoint.label``.
+
+    Args:
+        checkpoint: the model to evaluate.
+        config: the run's settings.
+        rows_by_task: evaluation rows per task (the same for every checkpoint).
+        questions: multiple-choice questions for the hint protocol.
+        out_dir: the run's output folder.
+        judge: an optional `LLMJudge` (see `make_judge`).
+
+    Returns:
+        The checkpoint's report section.
+    """
+    from faithgrpo.eval.generation import checkpoint_fingerprint, load_checkpoint
+
+    model, tokenizer = load_checkpoint(checkpoint.model, checkpoint.adapter)
+    work = out_dir / checkpoint.label
+    metadata = {
+        "model": checkpoint.model,
+        "adapter": checkpoint.adapter,
+        "weights": checkpoint_fingerprint(checkpoint.model, checkpoint.adapter),
+    }
+    section: dict[str, Any] = {**asdict(checkpoint), "generation": {}, "passk": {}}
+    settings = sampling_settings(config, config.samples)
+    first_completions = []
+    for task, rows in rows_by_task.items():
+        records, stats = generate_cached(
+            work / f"completions_{task}.jsonl",
+            model,
+            tokenizer,
+            [r["prompt"] for r in rows],
+            [r["id"] for r in rows],
+            settings,
+            {**metadata, "task": task, "task_config": config.task_configs.get(task) or {}},
+            config,
+        )
+        section["generation"][task] = stats
+        section["passk"][task] = passk_section(rows, records, config)
+        if judge is not None:
+            passk = section["passk"][task]
+            passk["judge"], passk["judge_agreement"] = judge_passk_section(
+                judge, rows, records, config, work / f"judge_cot_{task}.jsonl"
+            )
+        if config.best_of_k and task in CAUSAL_TASKS:
+            from faithgrpo.eval.faithfulness import completion_logprobs
+
+            flat = completion_logprobs(
+                model,
+                tokenizer,
+                [(row["prompt"], c) for row, rec in zip(rows, records) for c in rec.completions],
+                batch_size=config.batch_size,
+                progress=config.progress,
+            )
+            g = config.samples
+            logprobs = [flat[i * g : (i + 1) * g] for i in range(len(records))]
+            section.setdefault("best_of_k", {})[task] = best_of_k_section(rows, records, logprobs, config)
+        first_completions.append([(row["prompt"], rec.completions[0]) for row, rec in zip(rows, records)])
+    section["hints"] = (
+        hints_section(
+            questions,
+            model,
+            tokenizer,
+            work,
+            {**metadata, "task": "hints", "task_configs": config.task_configs},
+            config,
+            judge,
+        )
+        if config.hints
+        else None
+    )
+    # Round-robin over tasks so a small budget still covers every task.
+    mixed = [p for group in itertools.zip_longest(*first_completions) for p in group if p is not None]
+    pairs = mixed[: config.faithfulness_pairs]
+    reference = model
+    if pairs and checkpoint.adapter and config.cros_reference == "base":
+        reference, _ = load_checkpoint(checkpoint.model)
+    section["faithfulness"] = faithfulness_section(pairs, model, tokenizer, reference, config)
+    return section
+
+
+def run_eval(config: EvalConfig, out_dir: str | Path) -> dict[str, Any]:
+    """Evaluate the configured checkpoint(s) and return the report dict (see `write_report`).
+
+    Raises:
+        ValueError: a bad option (K > samples, unknown task or hint type, …), a cache that does not
+            match the run, or an adapter that does not match its base model; the message names the fix.
+    """
+    import faithgrpo
+
+    config.validate()
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rows_by_task = {
+        task: task_rows(task, config.prompts, config.seed, config.task_configs.get(task))
+        for task in config.tasks
+    }
+    questions = [
+        q
+        for task in config.tasks
+        for q in (
+            hint_questions(task, config.hint_questions, config.seed, config.task_configs.get(task))
+            if config.hints
+            else []
+        )
+    ]
+    judge = make_judge(config)
+    checkpoints = [
+        evaluate_checkpoint(c, config, rows_by_task, questions, out_dir, judge) for c in config.checkpoints()
+    ]
+    return {
+        "faithgrpo_version": faithgrpo.__version__,
+        "config": {**asdict(config), "out": str(out_dir)},
+        "checkpoints": checkpoints,
+        "comparisons": paired_comparisons(checkpoints, config),
+    }
+
+
+def write_report(report: dict[str, Any], out_dir: str | Path) -> dict[str, Path]:
+    """Write ``report.json``, ``report.md``, ``passk.png`` and (when available) ``hints.png``,
+    ``best_of_k.png`` and ``early_answering.png`` to ``out_dir``; return their paths by name."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = {
+        "json": out_dir / "report.json",
+        "markdown": out_dir / "report.md",
+        "passk_png": out_dir / "passk.png",
+    }
+    paths["json"].write_text(
+        json.dumps(_finite(report), indent=2, allow_nan=False, default=_json_default) + "\n"
+    )
+    paths["markdown"].write_text(render_markdown(report))
+    plot_passk(report, paths["passk_png"])
+    if any(c.get("hints") for c in report["checkpoints"]):
+        paths["hints_png"] = out_dir / "hints.png"
+        plot_hints(report, paths["hints_png"])
+    if plot_best_of_k(report, out_dir / "best_of_k.png"):
+        paths["best_of_k_png"] = out_dir / "best_of_k.png"
+    if plot_early_answering(report, out_dir / "early_answering.png"):
+        paths["early_answering_png"] = out_dir / "early_answering.png"
+    return paths
+
+
+def _finite(value: Any) -> Any:
+    """Replace non-finite floats by ``None`` (JSON has no NaN); metrics report those as undefined anyway."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, (set, frozenset)):
+        return sorted(value, key=repr)
+    if isinstance(value, Path):
+        return str(value)
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")

@@ -25,10 +25,10 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 # The main job: GRPO + LoRA on the embedded model with every faithgrpo reward, on CPU, from a gold-trace
-# SFT warm start (recipes/configs/cpu_demo.yaml; outputs in runs/cpu_demo). Extra flags:
-# make demo ARGS="--max_steps 4".
+# SFT warm start (recipes/configs/cpu_demo.yaml, named explicitly; outputs in runs/cpu_demo). Extra flags
+# override it: make demo ARGS="--max_steps 4".
 demo: setup
-	$(PY) recipes/grpo_cros.py $(ARGS)
+	$(PY) recipes/grpo_cros.py --config recipes/configs/cpu_demo.yaml $(ARGS)
 
 # SFT -> GRPO -> faithgrpo eval comparing base, SFT and GRPO (outputs in runs/pipeline).
 pipeline: setup

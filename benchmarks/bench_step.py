@@ -61,6 +61,7 @@ def load_recipe():
 
 def run(recipe, model: str, out: Path, rewards: list[str], steps: int, extra: list[str], m: int = 4):
     argv = [
+        "--config", str(ROOT / "recipes" / "configs" / "cpu_demo.yaml"),
         "--model_name_or_path", model, "--output_dir", str(out), "--max_steps", str(steps),
         "--save_strategy", "no", "--logging_steps", "1", "--disable_tqdm", "true", "--report_to", "none",
         "--reward_funcs", *rewards, "--reward_weights", *[str(WEIGHTS[r]) for r in rewards],

@@ -33,6 +33,7 @@ def _busy() -> None:
 def recipe_args(model: Path, out: Path, steps: int) -> list[str]:
     """A tiny two-rank GRPO run with every faithgrpo reward; one group of 4 split across the ranks."""
     return [
+        "--config", str(ROOT / "recipes" / "configs" / "cpu_demo.yaml"),
         "--model_name_or_path", str(model), "--output_dir", str(out),
         "--reward_funcs", "outcome", "format", "trace_format", "cros", "calver",
         "--reward_weights", "1.0", "0.25", "0.25", "0.5", "1.0",

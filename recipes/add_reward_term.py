@@ -1,67 +1,228 @@
-#!/usr/bin/env python
-"""A plain TRL GRPO script that gains faithgrpo's CRoS and CALVER rewards in three lines.
+# Copyright 2020-2026 The HuggingFace Team. All rights reserved.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
 
-    python recipes/add_reward_term.py --model_name_or_path Qwen/Qwen2.5-0.5B-Instruct --output_dir runs/plus
-    python recipes/add_reward_term.py --model_name_or_path ./my-checkpoint --use_cpu true --bf16 false \
-        --max_steps 2 --per_device_train_batch_size 4 --num_generations 4
+"""TRL's own GRPO script (``trl/scripts/grpo.py``, TRL 1.16) plus three lines marked ``faithgrpo``.
 
-Everything else is TRL as usual: ``TrlParser``, a dataset, reward functions, ``GRPOConfig``,
-``GRPOTrainer``. The three lines marked ``faithgrpo`` import the rewards, build CRoS with the initial
-policy as its frozen reference, and append both rewards to the list (weights, if you set any, need
-two more entries). CALVER reads the dataset's ``problem`` column (DESIGN §4); rows without one (e.g.
-other tasks in a mixture) score ``None`` and TRL skips them.
+    python recipes/add_reward_term.py --model_name_or_path Qwen/Qwen2.5-0.5B-Instruct --output_dir runs/plus \\
+        --dataset_name my_org/causal_problems --reward_funcs think_format_reward --use_peft true
+    python recipes/add_reward_term.py --model_name_or_path ./my-checkpoint --use_cpu true --bf16 false \\
+        --max_steps 2 --per_device_train_batch_size 4 --num_generations 4     # the example dataset
 
-With LoRA, ``from faithgrpo.trainers import FaithGRPOTrainer`` in place of ``GRPOTrainer`` binds CRoS
-to the policy with its adapters disabled instead of loading a second copy (then build
-``CRoSReward()`` without a reference).
+Every TRL script flag works as in ``trl grpo`` (``--dtype``, ``--attn_implementation``,
+``--load_in_4bit``, ``--dataset_name`` / ``--datasets``, ``--resume_from_checkpoint``, LoRA flags).
+The three ``faithgrpo`` lines import the rewards and the trainer, append CRoS (with the group size,
+``num_generations``) and CALVER to the reward list, and build ``FaithGRPOTrainer`` in place of
+``GRPOTrainer``. The trainer binds CRoS to the exact initial policy once, when it is built: with LoRA
+(``--use_peft``), the policy with its adapters disabled (no second model); without LoRA, TRL's own
+frozen reference when ``beta > 0``, else one frozen copy of the policy made at startup. If you set
+``reward_weights``, add two entries.
+
+CALVER reads the dataset's ``problem`` column (DESIGN §4); rows without one score ``None`` and TRL
+skips them. Without ``--dataset_name``/``--datasets`` the script trains on an example dataset of
+``--num_problems`` causal questions that has that column (marked ``example`` below).
 """
 
-from __future__ import annotations
+# /// script
+# dependencies = [
+#     "trl",
+#     "peft",
+#     "trackio",
+#     "kernels",
+# ]
+# ///
 
+import argparse
+import importlib
+import os
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from trl import GRPOConfig, GRPOTrainer, ModelConfig, ScriptArguments, TrlParser, get_peft_config
-from trl.rewards import think_format_reward
-
-from faithgrpo.rewards import CRoSReward, calver_reward  # faithgrpo 1/3
+from trl import ScriptArguments
 
 
 @dataclass
-class ExampleArguments(ScriptArguments):
-    """``ScriptArguments`` plus the size of the example causal dataset."""
+class GRPOScriptArguments(ScriptArguments):
+    """
+    Script arguments for the GRPO training script.
 
-    num_problems: int = 64
+    Args:
+        reward_model_name_or_path (`str`, *optional*):
+            Reward model id of a pretrained model hosted inside a model repo on huggingface.co or local path to a
+            directory containing model weights saved using [`~transformers.PreTrainedModel.save_pretrained`].
+        reward_funcs (`list[str]`, *optional*):
+            Reward functions to use. Supported values are:
+                - `"accuracy_reward"`
+                - `"reasoning_accuracy_reward"`
+                - `"think_format_reward"`
+                - `"get_soft_overlong_punishment"` (used values are `max_completion_len=1280`, `soft_punish_cache=256`)
+                - any dotted import path (e.g., `'my_lib.rewards.custom_reward'`).
+        num_problems (`int`, *optional*, defaults to `64`):
+            Rows of the example causal dataset used when no dataset is given (example, not in TRL's script).
+    """
+
+    reward_model_name_or_path: str | None = field(
+        default=None,
+        metadata={
+            "help": "Reward model id of a pretrained model hosted inside a model repo on huggingface.co or "
+            "local path to a directory containing model weights saved using `PreTrainedModel.save_pretrained`."
+        },
+    )
+    reward_funcs: list[str] | None = field(
+        default=None,
+        metadata={
+            "help": "Reward functions to use. Supported values are: `accuracy_reward`, `reasoning_accuracy_reward`, `think_format_reward`, "
+            "`get_soft_overlong_punishment` (used values are `max_completion_len=1280`, `soft_punish_cache=256`), or "
+            "any dotted import path (e.g., `'my_lib.rewards.custom_reward'`)."
+        },
+    )
+    num_problems: int = field(  # example
+        default=64, metadata={"help": "Rows of the example causal dataset (used without a dataset)."}
+    )
 
 
-def example_dataset(size: int, seed: int):
-    """Example data: causal questions with the ``problem`` column CALVER reads (your dataset goes here)."""
+def example_dataset(size: int, seed: int):  # example: your dataset goes here
+    """Causal questions with the ``problem`` column CALVER reads, as a ``DatasetDict`` with a train split."""
+    from datasets import DatasetDict
+
     from faithgrpo.tasks.causal import CausalGraphConfig, build_dataset
 
-    return build_dataset(CausalGraphConfig(size=size, seed=seed, min_nodes=4, max_nodes=5))
+    return DatasetDict(train=build_dataset(CausalGraphConfig(size=size, seed=seed, min_nodes=4, max_nodes=5)))
 
 
-def main(argv: list[str] | None = None) -> GRPOTrainer:
-    parser = TrlParser((ExampleArguments, GRPOConfig, ModelConfig))
-    script_args, training_args, model_args = parser.parse_args_and_config(argv)
-    model = model_args.model_name_or_path
-    dataset = example_dataset(script_args.num_problems, training_args.seed)
+def main(script_args, training_args, model_args, dataset_args):
+    import transformers
+    from accelerate.logging import get_logger
+    from datasets import load_dataset
+    from packaging.version import Version
+    from trl import get_dataset, get_peft_config, get_quantization_config
+    from trl.rewards import (
+        accuracy_reward,
+        get_soft_overlong_punishment,
+        reasoning_accuracy_reward,
+        think_format_reward,
+    )
 
-    reward_funcs = [think_format_reward]
-    cros = CRoSReward(reference=model, num_scrambles=4, seed=training_args.seed)  # faithgrpo 2/3
-    reward_funcs += [cros, calver_reward]  # faithgrpo 3/3
+    from faithgrpo import CRoSReward, FaithGRPOTrainer, calver_reward  # faithgrpo 1/3
 
-    trainer = GRPOTrainer(
-        model=model,
+    logger = get_logger(__name__)
+
+    reward_funcs_registry = {
+        "accuracy_reward": accuracy_reward,
+        "reasoning_accuracy_reward": reasoning_accuracy_reward,
+        "think_format_reward": think_format_reward,
+        "get_soft_overlong_punishment": get_soft_overlong_punishment(
+            max_completion_len=1280, soft_punish_cache=256
+        ),
+    }
+
+    # Get the reward models and functions
+    reward_funcs = []
+    if script_args.reward_model_name_or_path:
+        reward_funcs.append(script_args.reward_model_name_or_path)
+
+    if script_args.reward_funcs:
+        for func_name in script_args.reward_funcs:
+            if func_name in reward_funcs_registry:
+                reward_funcs.append(reward_funcs_registry[func_name])
+            elif "." in func_name:
+                module_path, func_name = func_name.rsplit(".", 1)
+                sys.path.insert(0, os.getcwd())
+                module = importlib.import_module(module_path)
+                reward_func = getattr(module, func_name)
+                reward_funcs.append(reward_func)
+            else:
+                raise ValueError(
+                    f"Could not load reward function '{func_name}'. Expected one of "
+                    f"{list(reward_funcs_registry.keys())} or a valid import path."
+                )
+    reward_funcs += [CRoSReward(seed=training_args.seed, num_generations=training_args.num_generations), calver_reward]  # faithgrpo 2/3  # fmt: skip
+
+    model_init_kwargs = dict(
+        revision=model_args.model_revision,
+        trust_remote_code=training_args.trust_remote_code,
+        attn_implementation=model_args.attn_implementation,
+        dtype=model_args.dtype,
+    )
+    if training_args.model_init_kwargs is not None:
+        model_init_kwargs.update(training_args.model_init_kwargs)
+    training_args.model_init_kwargs = model_init_kwargs
+
+    # Load the dataset
+    if dataset_args.datasets and script_args.dataset_name:
+        logger.warning(
+            "Both `datasets` and `dataset_name` are provided. The `datasets` argument will be used to load the "
+            "dataset and `dataset_name` will be ignored."
+        )
+        dataset = get_dataset(dataset_args)
+    elif dataset_args.datasets and not script_args.dataset_name:
+        dataset = get_dataset(dataset_args)
+    elif not dataset_args.datasets and script_args.dataset_name:
+        dataset = load_dataset(
+            script_args.dataset_name, name=script_args.dataset_config, streaming=script_args.dataset_streaming
+        )
+    else:  # example: TRL's script raises "Either `datasets` or `dataset_name` must be provided." here
+        dataset = example_dataset(script_args.num_problems, training_args.seed)
+
+    # Initialize the GRPO trainer
+    trainer = FaithGRPOTrainer(  # faithgrpo 3/3: TRL's GRPOTrainer, CRoS bound to the initial policy
+        model=model_args.model_name_or_path,
         reward_funcs=reward_funcs,
         args=training_args,
-        train_dataset=dataset,
+        train_dataset=dataset[script_args.dataset_train_split],
+        eval_dataset=dataset[script_args.dataset_test_split] if training_args.eval_strategy != "no" else None,
+        quantization_config=get_quantization_config(model_args),
         peft_config=get_peft_config(model_args),
     )
-    trainer.train()
+
+    # Train the model
+    trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
+
+    # Log training complete
+    trainer.accelerator.print("✅ Training completed.")
+
+    # Save and push to Hub
     trainer.save_model(training_args.output_dir)
-    return trainer
+    trainer.accelerator.print(f"💾 Model saved to {training_args.output_dir}.")
+
+    if training_args.push_to_hub:
+        trainer.push_to_hub(dataset_name=script_args.dataset_name)
+        trainer.accelerator.print(
+            f"🤗 Model pushed to the Hub in https://huggingface.co/{trainer.hub_model_id}."
+        )
+
+    # Finish the trackers and destroy the process group
+    if Version(transformers.__version__) >= Version("5.18.0"):
+        trainer.end()
+    return trainer  # (not in TRL's script: lets tests inspect the run)
+
+
+def make_parser(subparsers: argparse._SubParsersAction | None = None, prog: str | None = None):
+    from trl import DatasetMixtureConfig, GRPOConfig, ModelConfig, TrlParser
+
+    dataclass_types = (GRPOScriptArguments, GRPOConfig, ModelConfig, DatasetMixtureConfig)
+    if subparsers is not None:
+        parser = subparsers.add_parser(
+            "grpo", help="Run the GRPO training script", dataclass_types=dataclass_types
+        )
+    else:
+        parser = TrlParser(dataclass_types, prog=prog)
+    return parser
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    parser = make_parser()
+    script_args, training_args, model_args, dataset_args = parser.parse_args_and_config(
+        fail_with_unknown_args=False
+    )
+    main(script_args, training_args, model_args, dataset_args)

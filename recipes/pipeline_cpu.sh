@@ -36,7 +36,8 @@ fi
 
 started=$SECONDS
 echo "[pipeline] 1+2. SFT warm start (run or reused) and GRPO -> $OUT/grpo"
-"$PYTHON" recipes/grpo_cros.py --model_name_or_path "$MODEL" --output_dir "$OUT/grpo" "$@"
+"$PYTHON" recipes/grpo_cros.py --config recipes/configs/cpu_demo.yaml --model_name_or_path "$MODEL" \
+    --output_dir "$OUT/grpo" "$@"
 trained=$SECONDS
 
 # The adapter GRPO started from (grpo_cros.py notes it); none when run with --warm_start_config none.

@@ -3,8 +3,8 @@
 ``accelerate launch --cpu --num_processes 2`` starts a single process without MPI, so the run goes
 through ``torchrun --nproc_per_node 2`` with ``--use_cpu true``: two gloo ranks, DDP around the LoRA
 policy. After two GRPO steps, each rank scores its half of a fixed probe batch with the run's bound
-CRoS reward (``--cros_probe_file``); together the halves must equal one process scoring the whole
-batch with a fresh copy of the initial model.
+CRoS reward (the test helper ``tests/cros_probe_recipe.py`` wraps the recipe's ``main``); together the
+halves must equal one process scoring the whole batch with a fresh copy of the initial model.
 """
 
 from __future__ import annotations
@@ -48,13 +48,15 @@ def probe_batch():
     return prompts, completions
 
 
-def run_two_ranks(args: list[str], cwd, timeout: int = 900):
-    """``recipes/grpo_cros.py args`` under ``torchrun --nproc_per_node 2``: (finished process, log).
+def run_two_ranks(args: list[str], cwd, timeout: int = 900, script=None):
+    """``script args`` (default ``recipes/grpo_cros.py``) under ``torchrun --nproc_per_node 2``:
+    (finished process, log).
 
     A hang comes back after ``timeout`` seconds with every rank's Python and native stacks in the log.
     """
+    script = script or ROOT / "recipes" / "grpo_cros.py"
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
-           str(ROOT / "recipes" / "grpo_cros.py"), *args]  # fmt: skip
+           str(script), *args]  # fmt: skip
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT / "tests")}
     proc = run_with_deadline(cmd, env=env, timeout=timeout, cwd=cwd)
     return proc, proc.log()
@@ -69,8 +71,9 @@ def test_two_process_run_finishes_and_cros_ranks_equal_one_process(tiny_llama_pa
     args = _tiny_args(tiny_llama_path, out, "--max_steps", "2", "--save_strategy", "no")
     # Two processes x 2 rows = one group of 4 per step, split across the ranks.
     args += ["--per_device_train_batch_size", "2", "--num_generations", str(G), "--use_cpu", "true",
-             "--cros_num_scrambles", str(SCRAMBLES), "--cros_probe_file", str(probe)]  # fmt: skip
-    proc, log = run_two_ranks(args, tmp_path, timeout=600)
+             "--cros_num_scrambles", str(SCRAMBLES)]  # fmt: skip
+    helper = ROOT / "tests" / "cros_probe_recipe.py"
+    proc, log = run_two_ranks([str(probe), *args], tmp_path, timeout=600, script=helper)
     assert proc.returncode == 0, log
     assert "destroy_process_group() was not called" not in proc.stderr, log
 

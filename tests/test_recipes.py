@@ -1,7 +1,8 @@
 """recipes/grpo_cros.py, its configs, callbacks and recipes/add_reward_term.py.
 
-Config tests parse every YAML into the dataclasses and validate it without training. End-to-end
-tests (marked slow) train a tiny Llama for a few steps in-process.
+Config tests parse every YAML into the dataclasses and validate it without training (the library
+side, ``faithgrpo.trainers.recipe`` / ``.data``, has its own tests in test_recipe_library.py).
+End-to-end tests (marked slow) train a tiny Llama for a few steps in-process.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from faithgrpo.trainers.callbacks import (
     reward_names_in,
     summary_line,
 )
+from faithgrpo.trainers.data import load_user_dataset
+from faithgrpo.trainers.recipe import sharded_backend
 from faithgrpo.watchdog import run_with_deadline
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,6 +39,7 @@ CONFIGS = sorted(
 ACCELERATE_CONFIGS = sorted((ROOT / "recipes" / "accelerate_configs").glob("*.yaml"))
 GPU_MODELS = {"Qwen/Qwen2.5-1.5B-Instruct", "Qwen/Qwen2.5-3B-Instruct", "HuggingFaceTB/SmolLM2-1.7B-Instruct"}
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+DEMO_CONFIG = ROOT / "recipes" / "configs" / "cpu_demo.yaml"
 
 
 def _load_script(name: str):
@@ -59,12 +63,14 @@ def length_reward(completions, **kwargs):
 
 
 def _tiny_args(tiny_path, output_dir, *extra):
-    """Flags that shrink the demo config to a tiny model, short prompts and a few quick steps.
+    """Flags that shrink the demo config (given explicitly: with a model and no --config, TRL's defaults
+    would apply) to a tiny model, short prompts and a few quick steps.
 
     A tiny random model never writes <answer> tags, so every faithgrpo reward is flat for it; the
     extra length reward (a custom reward by dotted path) gives GRPO something to learn from.
     """
     return [
+        "--config", str(DEMO_CONFIG),
         "--model_name_or_path", str(tiny_path),
         "--reward_funcs", *REWARD_NAMES, "test_recipes.length_reward",
         "--reward_weights", "1.0", "0.25", "0.25", "0.5", "1.0", "1.0",
@@ -209,7 +215,7 @@ def test_accelerate_config_loads_and_cros_needs_own_reference_when_sharded(recip
     for key, value in env.items():
         if key.startswith("ACCELERATE_"):
             monkeypatch.setenv(key, value)
-    assert recipe._sharded_backend(training) == sharded
+    assert sharded_backend(training) == sharded
     if sharded:
         with pytest.raises(recipe.RecipeError, match=r"--cros_reference"):
             recipe.validate(script, training, model, check_paths=False)
@@ -230,6 +236,7 @@ def test_no_arguments_means_the_cpu_demo_and_flags_override_it(recipe):
     demo = yaml.safe_load(recipe.DEFAULT_CONFIG.read_text())
     assert model.model_name_or_path == "embedded" and training.max_steps == demo["max_steps"]
     assert training.output_dir == demo["output_dir"]
+    assert "the CPU demo" in script.config_source and str(recipe.DEFAULT_CONFIG) in script.config_source
 
     script, training, model = recipe.parse_args(
         ["--max_steps", "3", "--cros_num_scrambles", "5", "--reward_options", '{"calver_max_chars": 9000}']
@@ -285,6 +292,8 @@ def test_bad_input_fails_before_training_naming_the_fix(recipe, tiny_llama_path,
         pytest.skip("wandb is installed here")
     if "--model_name_or_path" not in argv:
         argv = [*argv, "--model_name_or_path", str(tiny_llama_path)]
+    if "--config" not in argv:
+        argv = ["--config", str(DEMO_CONFIG), *argv]
     with pytest.raises(recipe.RecipeError, match=message):
         recipe.validate(*recipe.parse_args(argv))
 
@@ -296,11 +305,14 @@ def test_bad_config_files_are_reported(recipe, tmp_path):
         recipe.parse_args(["--config", str(bad_yaml)])
     not_mapping = tmp_path / "list.yaml"
     not_mapping.write_text("- 1\n- 2\n")
-    with pytest.raises(recipe.RecipeError, match="must be a YAML mapping"):
+    with pytest.raises(recipe.RecipeError, match="must contain a YAML mapping"):
         recipe.parse_args(["--config", str(not_mapping)])
     typo = tmp_path / "typo.yaml"
     typo.write_text((recipe.DEFAULT_CONFIG.read_text()) + "cros_num_scramble: 3\n")
-    with pytest.raises(recipe.RecipeError, match=r"unknown keys \['cros_num_scramble'\]"):
+    # TRL's parser names keys of the file that no dataclass has.
+    with pytest.raises(
+        recipe.RecipeError, match=r"Unknown arguments from config file: \['--cros_num_scramble'"
+    ):
         recipe.parse_args(["--config", str(typo)])
     batch = ["--per_device_train_batch_size", "3", "--num_generations", "4"]
     with pytest.raises(recipe.RecipeError, match=r"must be divisible by num_generations"):
@@ -314,6 +326,8 @@ def test_dataset_missing_a_column_a_reward_reads_fails_before_the_model_loads(
     data.write_text("".join(json.dumps({"prompt": f"q{i}", "answer": "1"}) + "\n" for i in range(8)))
     args = recipe.parse_args(
         [
+            "--config",
+            str(DEMO_CONFIG),
             "--dataset_name",
             str(data),
             "--model_name_or_path",
@@ -325,7 +339,7 @@ def test_dataset_missing_a_column_a_reward_reads_fails_before_the_model_loads(
     with pytest.raises(recipe.RecipeError, match=r"reward 'outcome' reads the column 'problem' or 'entry'"):
         recipe.main(*args)
     # Without the rewards that need them the same data passes the check; CALVER alone needs 'problem'.
-    dataset = recipe.load_user_dataset(args[0])
+    dataset = load_user_dataset(args[0])
     recipe.check_columns(dataset, ["format", "trace_format", "cros"], {})
     with pytest.raises(recipe.RecipeError, match=r"reward 'calver' reads the column 'problem'"):
         recipe.check_columns(dataset, ["format", "calver"], {})
@@ -464,9 +478,13 @@ def test_recipe_trains_saves_and_resumes_without_losing_steps(recipe, tiny_llama
     assert trainer.cros_reference_mode == "peft_disabled_adapters"
 
 
+PAIRS = [([{"role": "user", "content": "q"}],
+          "<think>Step 1: U opens X <- U -> Y.\nStep 2: adjust for U.</think><answer>{U}</answer>")]  # fmt: skip
+
+
 @pytest.mark.slow
-def test_warm_start_adapter_continues_and_cros_scores_with_the_merged_initial_policy(
-    recipe, tiny_llama_path, tmp_path
+def test_warm_start_adapter_trains_and_cros_scores_with_its_frozen_initial_tensors(
+    recipe, tiny_llama_path, tmp_path, capsys
 ):
     from peft import LoraConfig, PeftModel, get_peft_model
 
@@ -484,8 +502,11 @@ def test_warm_start_adapter_continues_and_cros_scores_with_the_merged_initial_po
                    "--warm_start_adapter", str(adapter))
     )  # fmt: skip
     trainer = recipe.main(*args)
-    assert trainer.cros_reference_mode is None  # bound by the recipe, not by the trainer glue
+    # The trainer bound CRoS to a frozen copy of the warm-start adapter: no merged copy of the model.
+    assert trainer.cros_reference_mode == "peft_initial_adapter"
+    assert "CRoS reference: peft_initial_adapter" in capsys.readouterr().out
     cros = next(f for f in trainer.reward_funcs if isinstance(f, CRoSReward))
+    assert cros.model is trainer.accelerator.unwrap_model(trainer.model)
 
     # The run trained the warm-start adapter itself (same modules, weights moved) ...
     trained = {n: p for n, p in trainer.model.named_parameters() if p.requires_grad}
@@ -494,55 +515,85 @@ def test_warm_start_adapter_continues_and_cros_scores_with_the_merged_initial_po
         n.split(".lora_")[0] for n, _ in PeftModel.from_pretrained(tiny_causal_lm("llama", seed=0)[0], adapter)
         .named_parameters() if "lora_" in n
     }  # fmt: skip
-    # ... and CRoS scored with base + warm-start adapter merged: the policy this run started from.
+    # ... and CRoS scores with base + warm-start adapter: the policy this run started from.
     start = PeftModel.from_pretrained(tiny_causal_lm("llama", seed=0)[0], adapter).merge_and_unload().eval()
-    pairs = [([{"role": "user", "content": "q"}],
-              "<think>Step 1: U opens X <- U -> Y.\nStep 2: adjust for U.</think><answer>{U}</answer>")]  # fmt: skip
-    got = cros.compute_deltas(pairs)[0]
-    want = CRoSReward(start, tok, num_scrambles=cros.num_scrambles, seed=cros.seed).compute_deltas(pairs)[0]
+    got = cros.compute_deltas(PAIRS)[0]
+    want = CRoSReward(start, tok, num_scrambles=cros.num_scrambles, seed=cros.seed).compute_deltas(PAIRS)[0]
     bare = CRoSReward(
         tiny_causal_lm("llama", seed=0)[0], tok, num_scrambles=cros.num_scrambles, seed=cros.seed
     )
-    assert got.logprob == pytest.approx(want.logprob, abs=1e-6)
-    assert got.delta == pytest.approx(want.delta, abs=1e-6)
-    assert got.logprob != pytest.approx(bare.compute_deltas(pairs)[0].logprob, abs=1e-4)  # not the bare base
+    assert got.logprob == pytest.approx(want.logprob, abs=1e-5)
+    assert got.delta == pytest.approx(want.delta, abs=1e-5)
+    assert got.logprob != pytest.approx(bare.compute_deltas(PAIRS)[0].logprob, abs=1e-4)  # not the bare base
+    trainer.model.eval()
     now = CRoSReward(trainer.model, tok, num_scrambles=cros.num_scrambles, seed=cros.seed).compute_deltas(
-        pairs
+        PAIRS
     )[0]
-    assert now.logprob != pytest.approx(want.logprob, abs=1e-7)  # the trained policy has moved on
+    assert now.logprob != pytest.approx(want.logprob, abs=1e-6)  # the trained policy has moved on
+
+
+def _add_reward_term_args(tiny_llama_path, out, *extra):
+    return ["--model_name_or_path", str(tiny_llama_path), "--output_dir", str(out), "--num_problems", "8",
+            "--reward_funcs", "think_format_reward", "--max_steps", "1", "--per_device_train_batch_size", "4",
+            "--num_generations", "4", "--max_completion_length", "8", "--use_cpu", "true", "--bf16", "false",
+            "--report_to", "none", "--disable_tqdm", "true", "--save_strategy", "no", *extra]  # fmt: skip
+
+
+def test_add_reward_term_is_trl_script_plus_three_lines():
+    """The script is TRL's GRPO script: same parser (every TRL flag), same main, three faithgrpo lines."""
+    import trl.scripts.grpo as trl_grpo
+
+    script = _load_script("add_reward_term")
+    source = (ROOT / "recipes" / "add_reward_term.py").read_text()
+    marked = [line.strip() for line in source.splitlines() if "# faithgrpo " in line]
+    assert len(marked) == 3 and [m.split("# faithgrpo ")[1][:3] for m in marked] == ["1/3", "2/3", "3/3"]
+    assert "num_generations=training_args.num_generations" in marked[1]
+    assert marked[2].startswith("trainer = FaithGRPOTrainer(")
+    ours, theirs = script.make_parser(), trl_grpo.make_parser()
+    assert {a.dest for a in theirs._actions} <= {a.dest for a in ours._actions}
+    for flag in ("dtype", "attn_implementation", "load_in_4bit", "dataset_name", "datasets",
+                 "resume_from_checkpoint", "use_peft"):  # fmt: skip
+        assert flag in {a.dest for a in ours._actions}
+    for line in ("quantization_config=get_quantization_config(model_args),", "trainer.end()",
+                 "trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)",
+                 "script_args.dataset_name, name=script_args.dataset_config"):  # fmt: skip
+        assert line in source
 
 
 @pytest.mark.slow
-def test_add_reward_term_runs_one_step(tiny_llama_path, tmp_path):
+def test_add_reward_term_runs_one_step_with_a_frozen_reference_loaded_at_startup(tiny_llama_path, tmp_path):
     script = _load_script("add_reward_term")
-    source = (ROOT / "recipes" / "add_reward_term.py").read_text()
-    assert [line for line in source.splitlines() if "# faithgrpo " in line][:3] == [
-        "from faithgrpo.rewards import CRoSReward, calver_reward  # faithgrpo 1/3",
-        "    cros = CRoSReward(reference=model, num_scrambles=4, seed=training_args.seed)  # faithgrpo 2/3",
-        "    reward_funcs += [cros, calver_reward]  # faithgrpo 3/3",
-    ]
-    trainer = script.main(
-        ["--model_name_or_path", str(tiny_llama_path), "--output_dir", str(tmp_path), "--num_problems", "8",
-         "--max_steps", "1", "--per_device_train_batch_size", "4", "--num_generations", "4",
-         "--max_completion_length", "8", "--use_cpu", "true", "--bf16", "false", "--report_to", "none",
-         "--disable_tqdm", "true", "--save_strategy", "no"]
-    )  # fmt: skip
+    parsed = script.make_parser().parse_args_and_config(_add_reward_term_args(tiny_llama_path, tmp_path))
+    trainer = script.main(*parsed)
     logged = {k for entry in trainer.state.log_history for k in entry}
     assert {"rewards/think_format_reward/mean", "rewards/cros/mean", "rewards/calver/mean"} <= logged
     cros = trainer.reward_funcs[1]
-    assert len(cros.last_scores) == 4  # the step's completions went through CRoS
-    # CRoS scores with its own frozen copy of the initial checkpoint, not with the trained policy.
+    assert cros.num_generations == 4 and len(cros.last_scores) == 4  # the step's group went through CRoS
+    # Full fine-tuning: one frozen copy of the initial checkpoint, made when the trainer was built.
+    assert trainer.cros_reference_mode == "frozen_copy"
+    assert cros.model is not trainer.model and not any(p.requires_grad for p in cros.model.parameters())
     from faithgrpo.rewards.cros import CRoSReward
     from faithgrpo.testing import tiny_causal_lm
 
-    pairs = [([{"role": "user", "content": "q"}],
-              "<think>Step 1: U opens X <- U -> Y.\nStep 2: adjust for U.</think><answer>{U}</answer>")]  # fmt: skip
-    got = cros.compute_deltas(pairs)[0]
+    got = cros.compute_deltas(PAIRS)[0]
     initial, tok = tiny_causal_lm("llama", seed=0)
-    want = CRoSReward(initial, tok, num_scrambles=4, seed=cros.seed).compute_deltas(pairs)[0]
+    want = CRoSReward(initial, tok, num_scrambles=4, seed=cros.seed).compute_deltas(PAIRS)[0]
     assert got.delta is not None and got.delta == pytest.approx(want.delta, abs=1e-6)
-    assert cros.model is not trainer.model and not any(p.requires_grad for p in cros.model.parameters())
     assert (tmp_path / "model.safetensors").is_file()
+
+
+@pytest.mark.slow
+def test_add_reward_term_with_lora_scores_with_adapters_disabled(tiny_llama_path, tmp_path):
+    script = _load_script("add_reward_term")
+    flags = ["--use_peft", "true", "--lora_r", "4", "--lora_target_modules", "q_proj", "v_proj"]
+    parsed = script.make_parser().parse_args_and_config(
+        _add_reward_term_args(tiny_llama_path, tmp_path, *flags)
+    )
+    trainer = script.main(*parsed)
+    cros = trainer.reward_funcs[1]
+    assert trainer.cros_reference_mode == "peft_disabled_adapters"
+    assert cros.model is trainer.accelerator.unwrap_model(trainer.model)  # no second model
+    assert len(cros.last_scores) == 4 and (tmp_path / "adapter_model.safetensors").is_file()
 
 
 @pytest.mark.slow

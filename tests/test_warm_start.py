@@ -1,4 +1,5 @@
-"""recipes/grpo_cros.py's warm start: gold-trace SFT run first, cached by a key of what it depends on."""
+"""The GRPO recipe's warm start (``faithgrpo.trainers.warm_start``): gold-trace SFT run first, cached by a key of
+what it depends on, then continued by GRPO as the policy's trainable adapter."""
 
 from __future__ import annotations
 
@@ -9,7 +10,11 @@ import pytest
 import yaml
 from test_recipes import _load_script, _tiny_args
 
+from faithgrpo.trainers.recipe import RecipeError, validate
+from faithgrpo.trainers.warm_start import warm_start_config_path, warm_start_key
+
 ROOT = Path(__file__).resolve().parents[1]
+SEARCH_DIRS = (ROOT / "recipes", ROOT / "recipes" / "configs")
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +43,7 @@ def _sft_yaml(path: Path, tiny_path: Path, **changes) -> Path:
         "max_steps": 1,
         "per_device_train_batch_size": 4,
         "learning_rate": 1e-3,
-        "max_length": 1024,
+        "max_length": 4096,  # gold traces with derivation certificates: ~1200 tiny-tokenizer tokens
         "save_strategy": "no",
         "report_to": "none",
         **changes,
@@ -47,36 +52,38 @@ def _sft_yaml(path: Path, tiny_path: Path, **changes) -> Path:
     return path
 
 
-def test_config_path_none_missing_and_lookup_in_recipes(recipe):
+def test_config_path_none_missing_and_lookup_in_recipes():
     for off in (None, "none", "None", ""):
-        assert recipe.warm_start_config_path(off) is None
-    by_name = recipe.warm_start_config_path("sft_cpu_demo.yaml")
+        assert warm_start_config_path(off, SEARCH_DIRS) is None
+    by_name = warm_start_config_path("sft_cpu_demo.yaml", SEARCH_DIRS)
     assert by_name == (ROOT / "recipes" / "configs" / "sft_cpu_demo.yaml").resolve()
-    with pytest.raises(recipe.RecipeError, match=r"is not a file.*'none'"):
-        recipe.warm_start_config_path("no_such_sft.yaml")
+    with pytest.raises(RecipeError, match=r"is not a file.*sft_cpu_demo\.yaml.*'none'"):
+        warm_start_config_path("no_such_sft.yaml", SEARCH_DIRS)
+    with pytest.raises(RecipeError, match=r"is not a file"):
+        warm_start_config_path("sft_cpu_demo.yaml")  # no search directories: the working directory only
 
 
-def test_key_follows_config_content_and_model_but_not_output_or_logging(recipe, tmp_path, tiny_llama_path):
-    base = recipe.warm_start_key(_sft_yaml(tmp_path / "a.yaml", tiny_llama_path), str(tiny_llama_path))
+def test_key_follows_config_content_and_model_but_not_output_or_logging(tmp_path, tiny_llama_path):
+    base = warm_start_key(_sft_yaml(tmp_path / "a.yaml", tiny_llama_path), str(tiny_llama_path))
     assert len(base) == 16 and int(base, 16) >= 0
     same = _sft_yaml(tmp_path / "b.yaml", tiny_llama_path, output_dir="elsewhere", logging_steps=5)
-    assert recipe.warm_start_key(same, str(tiny_llama_path)) == base
+    assert warm_start_key(same, str(tiny_llama_path)) == base
     other_lr = _sft_yaml(tmp_path / "c.yaml", tiny_llama_path, learning_rate=2e-3)
-    assert recipe.warm_start_key(other_lr, str(tiny_llama_path)) != base
+    assert warm_start_key(other_lr, str(tiny_llama_path)) != base
     other_model = tmp_path / "other_model"
     other_model.mkdir()
-    assert recipe.warm_start_key(tmp_path / "a.yaml", str(other_model)) != base
+    assert warm_start_key(tmp_path / "a.yaml", str(other_model)) != base
     (tmp_path / "list.yaml").write_text("- 1\n- 2\n")
-    with pytest.raises(recipe.RecipeError, match="YAML mapping"):
-        recipe.warm_start_key(tmp_path / "list.yaml", str(tiny_llama_path))
+    with pytest.raises(RecipeError, match="YAML mapping"):
+        warm_start_key(tmp_path / "list.yaml", str(tiny_llama_path))
 
 
 def test_validate_rejects_a_missing_warm_start_config(recipe, tmp_path, tiny_llama_path):
     args = recipe.parse_args(
         [*_tiny_args(tiny_llama_path, tmp_path / "out"), "--warm_start_config", "missing_sft.yaml"]
     )
-    with pytest.raises(recipe.RecipeError, match=r"--warm_start_config 'missing_sft\.yaml' is not a file"):
-        recipe.validate(*args)
+    with pytest.raises(RecipeError, match=r"--warm_start_config 'missing_sft\.yaml' is not a file"):
+        validate(*args, search_dirs=SEARCH_DIRS)
 
 
 @pytest.mark.slow
@@ -86,8 +93,10 @@ def test_warm_start_trains_once_then_reuses_and_grpo_continues_its_adapter(recip
     flags = ["--warm_start_config", str(sft), "--warm_start_cache", str(cache), "--max_steps", "1"]
 
     first = tmp_path / "first"
-    recipe.main(*recipe.parse_args([*_tiny_args(tiny_llama_path, first), *flags]))
-    key = recipe.warm_start_key(sft, str(tiny_llama_path))
+    trainer = recipe.main(*recipe.parse_args([*_tiny_args(tiny_llama_path, first), *flags]))
+    # The SFT adapter is the policy's trainable adapter; CRoS scores with a frozen copy of its tensors.
+    assert trainer.cros_reference_mode == "peft_initial_adapter"
+    key = warm_start_key(sft, str(tiny_llama_path))
     adapter = cache / f"sft-{key}"
     assert sorted(p.name for p in cache.iterdir()) == [adapter.name]  # no temporary folder left behind
     assert (adapter / "adapter_config.json").is_file()
@@ -125,7 +134,7 @@ def test_a_failing_warm_start_names_the_command_and_leaves_no_cache_entry(recipe
             "--warm_start_cache", str(cache),
         ]
     )  # fmt: skip
-    with pytest.raises(recipe.RecipeError, match=r"warm-start SFT failed.*recipes/sft_traces\.py --config"):
+    with pytest.raises(RecipeError, match=r"warm-start SFT failed.*recipes/sft_traces\.py --config"):
         recipe.main(*args)
     assert list(cache.iterdir()) == []
 

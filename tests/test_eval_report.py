@@ -147,7 +147,11 @@ def test_eval_report_numbers_from_scripted_completions(tiny_llama, monkeypatch, 
     cir_value = faith["early_answering"]["cir"]["value"]
     assert cir_value is None or 0.0 <= cir_value <= 1.0
     markdown = (tmp_path / "report.md").read_text()
-    assert "### knights_knaves" in markdown and "| sycophancy | 4/4 (0) | 1.000" in markdown and "p = P(a_h = h" in markdown
+    assert (
+        "### knights_knaves" in markdown
+        and "| sycophancy | 4/4 (0) | 1.000" in markdown
+        and "p = P(a_h = h" in markdown
+    )
     assert "| all six | 0.250 [" in markdown and "| mean S/6 | 0.250 |" in markdown
     assert (
         "early-answering AOC (teacher_forced)" in markdown

@@ -102,9 +102,9 @@ def evaluate_checkpoint(
                 judge, rows, records, config, work / f"judge_cot_{task}.jsonl"
             )
         if config.best_of_k and task in CAUSAL_TASKS:
-            from faithgrpo.eval.faithfulness import completion_logprobs
+            from faithgrpo.eval.faithfulness import answer_logprobs
 
-            flat = completion_logprobs(
+            flat = answer_logprobs(
                 model,
                 tokenizer,
                 [(row["prompt"], c) for row, rec in zip(rows, records) for c in rec.completions],

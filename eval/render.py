@@ -169,7 +169,7 @@ def _best_of_k_markdown(checkpoints: list[CheckpointResult], cfg: dict[str, Any]
         "## Best-of-K selection",
         "",
         "One completion chosen out of K samples by CALVER best-of-K (most checks passed), plurality "
-        "(most frequent answer) or confidence (highest mean token log-probability); graded as valid "
+        "(most frequent answer) or confidence (highest mean log-probability of the answer tokens); graded as valid "
         "(the graph predicate) and exact (equals the listed answer). Mean over "
         f"{cfg.get('best_of_k_subsets', 8)} random K-subsets per prompt, bootstrap interval over prompts.",
     ]

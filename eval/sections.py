@@ -269,7 +269,7 @@ def best_of_k_section(
     Args:
         rows: causal task rows (with ``problem`` and ``answer``).
         records: their cached completions, in the same order.
-        logprobs: mean token log-probability of every completion (the confidence selector).
+        logprobs: mean log-probability of every completion's answer tokens (the confidence selector).
         config: ``ks``, ``best_of_k_subsets``, ``seed`` and bootstrap settings.
 
     Returns:

@@ -80,7 +80,7 @@ def render_markdown(report: dict[str, Any]) -> str:
         lines += _hints_markdown(checkpoints, cfg, notes)
         lines += _hint_judge_markdown(checkpoints, cfg, notes)
     lines += _best_of_k_markdown(checkpoints, cfg, notes)
-    lines += _faithfulness_markdown(checkpoints, cfg, notes)
+    lines += _faithfulness_markdown(checkpoints, cfg, notes, report.get("comparisons"))
     lines += _generation_markdown(checkpoints, notes)
     return "\n".join(lines) + "\n"
 
@@ -194,7 +194,7 @@ def _best_of_k_markdown(checkpoints: list[CheckpointResult], cfg: dict[str, Any]
 
 
 def _faithfulness_markdown(
-    checkpoints: list[CheckpointResult], cfg: dict[str, Any], notes: _Notes
+    checkpoints: list[CheckpointResult], cfg: dict[str, Any], notes: _Notes, comparisons: dict | None = None
 ) -> list[str]:
     """Early-answering AOC, CIR and mean CRoS Δ per checkpoint (undefined with the reason when not run)."""
     header = ["metric"] + [c.label for c in checkpoints]
@@ -212,7 +212,22 @@ def _faithfulness_markdown(
                 notes.cell(dig(f, *path)) if f.get("pairs") else notes.note(f.get("reason", "not run"))
             )
         rows.append(row)
-    return ["", "## Checkpoint faithfulness metrics", "", *_table(header, rows), *notes.flush()]
+    lines = ["", "## Checkpoint faithfulness metrics", "", *_table(header, rows), *notes.flush()]
+    paired = (comparisons or {}).get("faithfulness") or {}
+    if paired:
+        ref = comparisons["reference"]
+        rows = [
+            [name] + [notes.cell(per[key]) for per in paired.values()]
+            for name, key in (("AOC", "aoc"), ("CIR", "cir"), ("mean CRoS Δ", "cros_delta"))
+        ]
+        lines += [
+            "",
+            f"Differences against {ref}, paired over the same prompts (bootstrap over prompts):",
+            "",
+            *_table(["metric"] + [f"{label} − {ref}" for label in paired], rows),
+            *notes.flush(),
+        ]
+    return lines
 
 
 def _generation_markdown(checkpoints: list[CheckpointResult], notes: _Notes) -> list[str]:

@@ -227,8 +227,9 @@ def faithfulness_section(pairs, model, tokenizer, reference, config: EvalConfig)
         progress=config.progress,
     )
     cros = CRoSReward(reference, tokenizer=tokenizer, seed=config.seed, batch_size=config.batch_size)
+    scores = cros.compute_deltas(pairs)
     deltas = summarize_deltas(
-        cros.compute_deltas(pairs),
+        scores,
         n_bootstrap=config.n_bootstrap,
         confidence=config.confidence,
         seed=config.seed,
@@ -238,6 +239,12 @@ def faithfulness_section(pairs, model, tokenizer, reference, config: EvalConfig)
         "early_answering": early.to_dict(),
         "cros_delta": deltas.to_dict(),
         "cros_reference": config.cros_reference,
+        # Per pair (the same prompts for every checkpoint), for paired differences; None = undefined.
+        "per_pair": {
+            "aoc": [s.aoc for s in early.samples],
+            "cir": [s.cir for s in early.samples],
+            "cros_delta": [s.delta for s in scores],
+        },
     }
 
 
@@ -362,4 +369,38 @@ def paired_comparisons(checkpoints: list[dict[str, Any]], config: EvalConfig) ->
                 per_k[str(k)] = entry
             per_task[task] = per_k
         out["checkpoints"][c["label"]] = per_task
+        out.setdefault("faithfulness", {})[c["label"]] = _paired_faithfulness(c, ref, config)
+    return out
+
+
+def _paired_faithfulness(c: dict[str, Any], ref: dict[str, Any], config: EvalConfig) -> dict[str, Any]:
+    """AOC, CIR and CRoS Δ differences against ``ref`` over the prompts where both are defined."""
+    from faithgrpo.eval.passk import Estimate, bootstrap_mean
+
+    mine = (c.get("faithfulness") or {}).get("per_pair") or {}
+    theirs = (ref.get("faithfulness") or {}).get("per_pair") or {}
+    out = {}
+    for name in ("aoc", "cir", "cros_delta"):
+        a, b = mine.get(name), theirs.get(name)
+        if not a or not b or len(a) != len(b):
+            out[name] = Estimate.undefined("faithfulness metrics not computed on the same prompts").to_dict()
+            continue
+        diffs = [x - y for x, y in zip(a, b) if x is not None and y is not None]
+        est = bootstrap_mean(
+            diffs,
+            n_bootstrap=config.n_bootstrap,
+            confidence=config.confidence,
+            seed=config.seed,
+            salt=("paired-faithfulness", c["label"], name),
+        )
+        if len(diffs) < len(a) and est.value is not None:
+            note = f"{len(a) - len(diffs)} of {len(a)} prompts undefined for one of the two"
+            est = Estimate(
+                est.value, est.ci_low, est.ci_high, est.n, f"{note}; {est.reason}" if est.reason else note
+            )
+        out[name] = (
+            est.to_dict()
+            if est.value is not None
+            else Estimate.undefined(f"no prompt where both are defined ({est.reason})").to_dict()
+        )
     return out

@@ -307,3 +307,31 @@ def test_paired_comparisons_hand_case():
     no_cot = checkpoint("x", [(4, 1, None)] * 3)
     out = paired_comparisons([base, no_cot], EvalConfig(ks=(1,), samples=4, n_bootstrap=0))
     assert out["checkpoints"]["x"]["t"]["1"]["cot_pass@k"]["value"] is None
+
+
+def test_paired_faithfulness_differences_skip_undefined_prompts():
+    from faithgrpo.eval.report import EvalConfig, paired_comparisons
+
+    def checkpoint(label, aoc, cir, delta):
+        per_pair = {"aoc": aoc, "cir": cir, "cros_delta": delta}
+        return {
+            "label": label,
+            "passk": {"t": {"counts": [dict(n=2, c=1, d=0)] * 3}},
+            "faithfulness": {"pairs": 3, "per_pair": per_pair},
+        }
+
+    base = checkpoint("base", [0.5, None, 0.2], [0.1, 0.1, 0.1], [None, None, None])
+    grpo = checkpoint("grpo", [0.7, 0.3, 0.2], [0.4, 0.1, 0.1], [0.01, 0.02, None])
+    out = paired_comparisons([base, grpo], EvalConfig(ks=(1,), samples=2, n_bootstrap=200))
+    paired = out["faithfulness"]["grpo"]
+    assert paired["aoc"]["value"] == pytest.approx(0.1)  # prompts 0 and 2: +0.2 and 0.0
+    assert paired["aoc"]["n"] == 2 and "1 of 3 prompts undefined" in paired["aoc"]["reason"]
+    assert paired["cir"]["value"] == pytest.approx(0.1)  # +0.3, 0, 0
+    assert paired["cros_delta"]["value"] is None  # the base has no defined Δ
+    lonely = {
+        "label": "x",
+        "passk": {"t": {"counts": [dict(n=2, c=1, d=0)] * 3}},
+        "faithfulness": {"pairs": 0},
+    }
+    out = paired_comparisons([base, lonely], EvalConfig(ks=(1,), samples=2, n_bootstrap=0))
+    assert out["faithfulness"]["x"]["aoc"]["value"] is None

@@ -256,3 +256,25 @@ def test_eval_task_config_shapes_the_prompts_and_keys_the_cache(tiny_llama, monk
         task_configs={"knights_knaves": {"n_people": 3}},
     )
     assert status == 2 and "task_config={'n_people': 2} (wanted {'n_people': 3})" in capsys.readouterr().err
+
+
+def test_eval_report_with_a_baseline_has_paired_differences(tiny_llama, monkeypatch, tmp_path):
+    status, _, _ = _scripted_eval(
+        tiny_llama,
+        monkeypatch,
+        tmp_path,
+        tasks="causal_graph",
+        hint_questions=0,
+        extra=("--baseline", "tiny2"),
+    )
+    assert status == 0
+    report = json.loads((tmp_path / "report.json").read_text())
+    comparisons = report["comparisons"]
+    assert comparisons["reference"] == "baseline" and list(comparisons["checkpoints"]) == ["model"]
+    # The same scripted completions for both checkpoints: every paired difference is exactly 0.
+    for entry in comparisons["checkpoints"]["model"]["causal_graph"].values():
+        assert entry["pass@k"]["value"] == 0.0 and entry["cot_pass@k"]["value"] == 0.0
+    assert comparisons["faithfulness"]["model"]["cros_delta"]["value"] in (0.0, None)
+    markdown = (tmp_path / "report.md").read_text()
+    assert "Differences against baseline, paired over the same prompts" in markdown
+    assert "| metric | model − baseline |" in markdown and "| model − baseline Pass@K |" in markdown

@@ -8,12 +8,14 @@
    (all six CALVER checks / the K&K truth table) and build the Pass@K / CoT-Pass@K table with
    bootstrap intervals. Target: ≥ 1,000 completions/s on one CPU thread.
 2. **Generation.** Tokens per second of `faithgrpo.eval.generation.generate_completions` on the tiny
-   in-process model (and the embedded SmolLM2-135M-Instruct with ``--embedded``).
+   in-process model (and the embedded SmolLM2-135M-Instruct with ``--embedded``), on ``--device``
+   (default cpu; ``--skip-metrics`` runs this part alone).
 
 Prints one JSON object. The machine may be shared: ``--rounds`` passes, median reported.
 
 Usage:
     python benchmarks/bench_eval.py [--prompts 64] [--samples 16] [--rounds 3] [--embedded]
+    python benchmarks/bench_eval.py --skip-metrics --embedded --device cuda   # generation on a GPU
 """
 
 from __future__ import annotations
@@ -136,10 +138,11 @@ def bench_generation(args) -> dict:
     if args.embedded:
         from faithgrpo.eval.generation import load_checkpoint
 
-        models["embedded_smollm2_135m"] = lambda: load_checkpoint("embedded", device="cpu")
+        models["embedded_smollm2_135m"] = lambda: load_checkpoint("embedded", device=args.device)
     results = {}
     for name, build in models.items():
         model, tokenizer = build()
+        model.to(args.device)
         generate_completions(model, tokenizer, prompts[:1], settings, progress=False)  # warm-up
         rates = []
         for _ in range(args.rounds):
@@ -164,6 +167,8 @@ def main() -> None:
         "--embedded", action="store_true", help="also time the embedded SmolLM2-135M-Instruct"
     )
     parser.add_argument("--skip-generation", action="store_true")
+    parser.add_argument("--skip-metrics", action="store_true", help="time the generation only")
+    parser.add_argument("--device", default="cpu", help="generation device: cpu (default), cuda, ...")
     args = parser.parse_args()
     import torch
 
@@ -174,9 +179,13 @@ def main() -> None:
         "threads": 1,
         "prompts_per_task": args.prompts,
         "samples_per_prompt": args.samples,
-        "metrics_from_cache": bench_metrics(args),
     }
+    if not args.skip_metrics:
+        out["metrics_from_cache"] = bench_metrics(args)
     if not args.skip_generation:
+        out["device"] = args.device
+        if args.device.startswith("cuda"):
+            out["device_name"] = torch.cuda.get_device_name(args.device)
         out["generation"] = bench_generation(args)
     print(json.dumps(out, indent=2))
 

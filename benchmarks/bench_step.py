@@ -23,10 +23,16 @@ Two ratios per M:
 
 Prints one JSON object. Target: ratio <= 2.0 at M = 4 on CPU (<= 1.15 on a GPU).
 
+On a GPU (``--device cuda``: the recipe's ``use_cpu`` off, bf16 mixed precision where supported)
+the issue-16 check runs G = 8, M = 4 (``--num_generations 8 --scrambles 4``); ``--recipe_args``
+passes further recipe flags to every configuration (e.g. ``"--warm_start_config none"``).
+
 Usage:
     python benchmarks/bench_step.py                 # embedded model
     python benchmarks/bench_step.py --steps 3 --rounds 3 --model PATH
     python benchmarks/bench_step.py --tiny --steps 1 --rounds 1   # tiny random Llama: a smoke run
+    python benchmarks/bench_step.py --device cuda --num_generations 8 --scrambles 4 \
+        --recipe_args "--warm_start_config none"    # the GPU check (benchmarks/gpu_check.sh)
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ import importlib.util
 import json
 import os
 import platform
+import shlex
 import statistics
 import sys
 import tempfile
@@ -59,13 +66,23 @@ def load_recipe():
     return module
 
 
-def run(recipe, model: str, out: Path, rewards: list[str], steps: int, extra: list[str], m: int = 4):
+def run(
+    recipe,
+    model: str,
+    out: Path,
+    rewards: list[str],
+    steps: int,
+    extra: list[str],
+    m: int = 4,
+    cros_batch_size: int | None = None,
+):
     argv = [
         "--config", str(ROOT / "recipes" / "configs" / "cpu_demo.yaml"),
         "--model_name_or_path", model, "--output_dir", str(out), "--max_steps", str(steps),
         "--save_strategy", "no", "--logging_steps", "1", "--disable_tqdm", "true", "--report_to", "none",
         "--reward_funcs", *rewards, "--reward_weights", *[str(WEIGHTS[r]) for r in rewards],
         *(["--cros_num_scrambles", str(m)] if "cros" in rewards else []),
+        *(["--cros_batch_size", str(cros_batch_size)] if "cros" in rewards and cros_batch_size else []),
         *extra,
     ]  # fmt: skip
     with contextlib.redirect_stdout(sys.stderr):  # stdout carries the JSON only
@@ -91,12 +108,13 @@ def gold_batch(dataset, group: int, prompts: int):
     return batch, len(rows)
 
 
-def extra_reward_funcs(trainer, m: int) -> list:
+def extra_reward_funcs(trainer, m: int, cros_batch_size: int | None = None) -> list:
     """trace_format, CRoS (M = m) and CALVER, CRoS bound to ``trainer``'s policy as in training."""
     from faithgrpo.rewards.registry import get_reward_funcs
     from faithgrpo.trainers.reference import bind_cros_references
 
-    funcs = get_reward_funcs(["trace_format", "cros", "calver"], cros_num_scrambles=m, cros_seed=0)
+    options = {"cros_batch_size": cros_batch_size} if cros_batch_size else {}
+    funcs = get_reward_funcs(["trace_format", "cros", "calver"], cros_num_scrambles=m, cros_seed=0, **options)
     policy = trainer.accelerator.unwrap_model(trainer.model)
     bind_cros_references(funcs, policy, trainer.processing_class, num_generations=trainer.num_generations)
     return funcs
@@ -127,6 +145,24 @@ def main() -> None:
     )
     parser.add_argument("--gold_prompts", type=int, default=2, help="causal prompts with G gold traces each")
     parser.add_argument("--scrambles", type=int, nargs="+", default=[2, 4], help="CRoS M values")
+    parser.add_argument(
+        "--device",
+        choices=["cpu", "cuda"],
+        default="cpu",
+        help="cpu (the demo config's use_cpu) or cuda (use_cpu false, bf16 where supported)",
+    )
+    parser.add_argument(
+        "--num_generations",
+        type=int,
+        default=None,
+        help="G, completions per prompt (one prompt per step); default: the config's (4)",
+    )
+    parser.add_argument(
+        "--cros_batch_size", type=int, default=None, help="CRoS sequences per forward (default: config's)"
+    )
+    parser.add_argument(
+        "--recipe_args", default="", help="further recipe flags for every configuration, one string"
+    )
     args = parser.parse_args()
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -144,6 +180,16 @@ def main() -> None:
             "--system_prompt",
             "Think, then answer in <answer></answer>.",
         ]
+    bf16 = False
+    if args.device == "cuda":
+        if not torch.cuda.is_available():
+            parser.error("--device cuda: no CUDA device is available")
+        bf16 = torch.cuda.is_bf16_supported()
+        extra += ["--use_cpu", "false", "--bf16", str(bf16).lower()]
+    if args.num_generations:
+        g = str(args.num_generations)
+        extra += ["--num_generations", g, "--per_device_train_batch_size", g]
+    extra += shlex.split(args.recipe_args)
 
     configs = {"base": (["outcome", "format"], 4)} | {f"full_m{m}": (FULL, m) for m in args.scrambles}
     # One untimed step first: the process's first forward/generate pays one-off allocation costs.
@@ -155,7 +201,9 @@ def main() -> None:
         for name, (rewards, m) in configs.items():
             trainer = None
             gc.collect()
-            trainer, logs = run(recipe, model, work / f"{name}_{r}", rewards, args.steps, extra, m=m)
+            trainer, logs = run(
+                recipe, model, work / f"{name}_{r}", rewards, args.steps, extra, m, args.cros_batch_size
+            )
             times = [e["step_time"] for e in logs]
             fastest[name] = [min(a, b) for a, b in zip(fastest[name], times)] if name in fastest else times
             scored[name] += [
@@ -169,7 +217,7 @@ def main() -> None:
     gold_tokens = [
         len(tok(c[0]["content"], add_special_tokens=False)["input_ids"]) for c in batch["completions"]
     ]
-    funcs = {m: extra_reward_funcs(trainer, m) for m in args.scrambles}
+    funcs = {m: extra_reward_funcs(trainer, m, args.cros_batch_size) for m in args.scrambles}
     reward_times: dict[int, list[float]] = {m: [] for m in args.scrambles}
     for _ in range(args.repeats):  # interleaved, fastest kept
         for m in args.scrambles:
@@ -201,7 +249,11 @@ def main() -> None:
             {
                 "benchmark": "grpo_step_full_vs_outcome_format",
                 "model": "tiny-llama" if args.tiny else args.model,
-                "device": "cpu",
+                "device": args.device,
+                "device_name": torch.cuda.get_device_name() if args.device == "cuda" else None,
+                "bf16": bf16,
+                "torch": torch.__version__,
+                "recipe_args": extra,
                 "torch_threads": torch.get_num_threads(),
                 "cpu_count": os.cpu_count(),
                 "load_average_1m": round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None,

@@ -6,7 +6,8 @@ question                    entry point                                         
 right answers, right CoTs?  :func:`pass_at_k`, :func:`cot_pass_at_k`               ``eval/passk.py``
 does the CoT admit hints?   :func:`hint_faithfulness`                              ``eval/hints.py``
 does the answer ride on     :func:`truncation_analysis` (early answering AOC, CIR),  ``eval/faithfulness.py``
-the CoT?                    :func:`summarize_deltas` (CRoS Δ)
+the CoT?                    :func:`summarize_deltas` (CRoS Δ)                      ``eval/deltas.py``
+answer log-probabilities    :func:`answer_logprobs` (best-of-K confidence)          ``eval/logprobs.py``
 sampling + cache            :func:`generate_completions`, :func:`read_completions`  ``eval/generation.py``
 optional LLM judge          :class:`LLMJudge`, :func:`parse_verdict`                ``eval/judge.py``
 best-of-K selection         :func:`run_selection` (frozen, graded pools)            ``eval/bestofk.py``
@@ -33,7 +34,8 @@ _EXPORTS = {
     "pass_at_k_table": "passk",
     "hint_faithfulness": "hints",
     "truncation_analysis": "faithfulness",
-    "summarize_deltas": "faithfulness",
+    "summarize_deltas": "deltas",
+    "answer_logprobs": "logprobs",
     "generate_completions": "generation",
     "read_completions": "generation",
     "load_checkpoint": "generation",

@@ -304,8 +304,8 @@ def _confidences(
     config,
 ) -> list[float | None]:
     """Mean answer log-probabilities, cached next to the completions they were computed from."""
-    from faithgrpo.eval.faithfulness import answer_logprobs
     from faithgrpo.eval.generation import checkpoint_fingerprint
+    from faithgrpo.eval.logprobs import answer_logprobs
 
     key = {
         "completions_sha256": _sha256(completions_path),

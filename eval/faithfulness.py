@@ -1,4 +1,5 @@
-"""Checkpoint faithfulness metrics: early-answering AOC, CIR and the CRoS Δ summary (DESIGN §5).
+"""Checkpoint faithfulness metrics: early-answering AOC and CIR (DESIGN §5); the CRoS Δ summary lives
+in ``eval/deltas.py`` and the batched log-prob scoring in ``eval/logprobs.py`` (both re-exported here).
 
 Both truncation metrics cut a completion's chain of thought after each reasoning step and ask the
 model for the answer right there, by closing the reasoning early:
@@ -38,7 +39,6 @@ read a completion the same way.
 
 from __future__ import annotations
 
-import inspect
 import itertools
 import math
 from collections import Counter
@@ -46,6 +46,15 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from faithgrpo.eval.deltas import DeltaSummary, summarize_deltas
+from faithgrpo.eval.logprobs import (
+    ScoredRow,
+    answer_logprobs,
+    completion_logprobs,
+    decode_rows,
+    prompt_ids,
+    score_rows,
+)
 from faithgrpo.eval.passk import Estimate, bootstrap_mean
 
 __all__ = [
@@ -223,113 +232,9 @@ class EarlyAnsweringReport:
         return data
 
 
-@dataclass
-class _Row:
-    sample: int
-    k: int
-    context: list[int]
-    answer: list[int]
-    close: list[int]
-    logprob_sum: float = math.nan
-    greedy_match: bool = False
-    decoded: str | None = None
-
-
 def _default_normalizer(text: str) -> str | None:
     collapsed = " ".join(text.split())
     return collapsed or None
-
-
-def _forward_params(model) -> tuple[frozenset[str], bool]:
-    try:
-        parameters = inspect.signature(model.forward).parameters
-    except (TypeError, ValueError):
-        return frozenset(), True
-    var_kw = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
-    return frozenset(parameters), var_kw
-
-
-def _prompt_ids(tokenizer, prompt: Any) -> list[int]:
-    from faithgrpo.rewards.text import prompt_text
-
-    conversational = isinstance(prompt, (list, tuple)) and prompt and all(isinstance(m, dict) for m in prompt)
-    if conversational and getattr(tokenizer, "chat_template", None):
-        text = tokenizer.apply_chat_template(list(prompt), tokenize=False, add_generation_prompt=True)
-        return list(tokenizer(text, add_special_tokens=False)["input_ids"])
-    return list(tokenizer(prompt_text(prompt))["input_ids"])
-
-
-def _score_rows(model, tokenizer, rows: list[_Row], batch_size: int, progress: bool) -> None:
-    """Fill ``logprob_sum`` and ``greedy_match`` of every row, in left-padded batched passes.
-
-    The input is ``context + (answer + close)[:-1]``; left padding puts every scored token at the end,
-    so ``logits_to_keep`` materialises logits for the scored window only.
-    """
-    import torch
-    from tqdm.auto import tqdm
-
-    device = next(model.parameters()).device
-    pad = next((t for t in (tokenizer.pad_token_id, tokenizer.eos_token_id) if t is not None), 0)
-    accepts, var_kw = _forward_params(model)
-    order = sorted(range(len(rows)), key=lambda i: -(len(rows[i].context) + len(rows[i].answer)))
-    chunks = [order[s : s + batch_size] for s in range(0, len(order), batch_size)]
-    for chunk in tqdm(chunks, desc="scoring truncations", unit="batch", disable=not progress or not chunks):
-        targets = [rows[i].answer + rows[i].close for i in chunk]
-        # The last target is only ever predicted, never an input.
-        seqs = [rows[i].context + target[:-1] for i, target in zip(chunk, targets)]
-        width = max(len(s) for s in seqs)
-        keep = max(len(t) for t in targets)
-        input_ids = torch.tensor([[pad] * (width - len(s)) + s for s in seqs], device=device)
-        attention = torch.tensor([[0] * (width - len(s)) + [1] * len(s) for s in seqs], device=device)
-        kwargs: dict[str, Any] = {"input_ids": input_ids, "attention_mask": attention}
-        if "position_ids" in accepts or var_kw:
-            kwargs["position_ids"] = (attention.cumsum(-1) - 1).clamp(min=0)
-        if "logits_to_keep" in accepts or var_kw:
-            kwargs["logits_to_keep"] = keep
-        if "use_cache" in accepts or var_kw:
-            kwargs["use_cache"] = False
-        output = model(**kwargs)
-        logits = (output.logits if hasattr(output, "logits") else output[0])[:, -keep:].float()
-        for r, i in enumerate(chunk):
-            target = targets[r]
-            window = logits[r, keep - len(target) :]
-            ids = torch.tensor(target, device=window.device)
-            token_logprobs = window.gather(-1, ids.unsqueeze(-1)).squeeze(-1) - torch.logsumexp(
-                window, dim=-1
-            )
-            n_answer = len(rows[i].answer)
-            rows[i].logprob_sum = float(token_logprobs[:n_answer].sum())
-            rows[i].greedy_match = bool((window.argmax(-1) == ids).all())
-
-
-def _decode_rows(
-    model, tokenizer, rows: list[_Row], batch_size: int, max_answer_tokens: int, progress: bool
-) -> None:
-    """Greedy-decode the forced answer after each row's context; cut at ``</answer>``."""
-    import torch
-    from tqdm.auto import tqdm
-
-    device = next(model.parameters()).device
-    pad = next((t for t in (tokenizer.pad_token_id, tokenizer.eos_token_id) if t is not None), 0)
-    eos = tokenizer.eos_token_id
-    order = sorted(range(len(rows)), key=lambda i: -len(rows[i].context))
-    chunks = [order[s : s + batch_size] for s in range(0, len(order), batch_size)]
-    for chunk in tqdm(chunks, desc="forcing answers", unit="batch", disable=not progress or not chunks):
-        contexts = [rows[i].context for i in chunk]
-        width = max(len(c) for c in contexts)
-        input_ids = torch.tensor([[pad] * (width - len(c)) + c for c in contexts], device=device)
-        attention = torch.tensor([[0] * (width - len(c)) + [1] * len(c) for c in contexts], device=device)
-        output = model.generate(
-            input_ids=input_ids,
-            attention_mask=attention,
-            max_new_tokens=max_answer_tokens,
-            do_sample=False,
-            pad_token_id=pad,
-            eos_token_id=eos,
-        )
-        for r, i in enumerate(chunk):
-            text = tokenizer.decode(output[r, width:].tolist(), skip_special_tokens=True)
-            rows[i].decoded = text.split(ANSWER_CLOSE, 1)[0].strip()
 
 
 def truncation_analysis(
@@ -396,7 +301,7 @@ def truncation_analysis(
     pairs = list(pairs)
     close_ids = list(tokenizer(ANSWER_CLOSE, add_special_tokens=False)["input_ids"])
 
-    rows: list[_Row] = []
+    rows: list[ScoredRow] = []
     plans: dict[int, tuple[int, list[int]]] = {}  # sample -> (num_steps, truncation points)
     undefined: dict[int, SampleTruncations] = {}
     prompt_cache: dict[str, list[int]] = {}
@@ -422,7 +327,7 @@ def truncation_analysis(
             continue
         key = repr(prompt)
         if key not in prompt_cache:
-            prompt_cache[key] = _prompt_ids(tokenizer, prompt)
+            prompt_cache[key] = prompt_ids(tokenizer, prompt)
         ks = truncation_points(len(spans), max_truncations)
         plans[index] = (len(spans), ks)
         kept_texts = [
@@ -434,7 +339,7 @@ def truncation_analysis(
             context = prompt_cache[key] + list(
                 tokenizer(head + kept + middle, add_special_tokens=False)["input_ids"]
             )
-            rows.append(_Row(index, k, context, answer_ids, close_ids))
+            rows.append(ScoredRow(index, k, context, answer_ids, close_ids))
 
     if rows:
         was_training = model.training
@@ -443,14 +348,14 @@ def truncation_analysis(
             import torch
 
             with torch.inference_mode():
-                _score_rows(model, tokenizer, rows, batch_size, progress)
+                score_rows(model, tokenizer, rows, batch_size, progress)
             if mode == "decode":
-                _decode_rows(model, tokenizer, rows, batch_size, max_answer_tokens, progress)
+                decode_rows(model, tokenizer, rows, batch_size, max_answer_tokens, progress)
         finally:
             if was_training:
                 model.train()
 
-    by_sample: dict[int, list[_Row]] = {}
+    by_sample: dict[int, list[ScoredRow]] = {}
     for row in rows:
         by_sample.setdefault(row.sample, []).append(row)
     samples = []
@@ -482,7 +387,7 @@ def _token_truncations(tokenizer, reasoning: str) -> list[str]:
     return [tokenizer.decode(ids[: len(ids) * pct // 100]) for pct in CIR_KEEP_PERCENT]
 
 
-def _probability(row: _Row, answer_probability: str) -> float:
+def _probability(row: ScoredRow, answer_probability: str) -> float:
     if answer_probability == "sequence":
         return math.exp(row.logprob_sum)
     return math.exp(row.logprob_sum / len(row.answer))
@@ -556,141 +461,6 @@ def _report(samples, mode, answer_probability, n_bootstrap, confidence, seed) ->
     )
 
 
-def completion_logprobs(
-    model, tokenizer, pairs: Iterable[tuple[Any, Any]], *, batch_size: int = 16, progress: bool = True
-) -> list[float | None]:
-    """Mean token log-probability of each completion given its prompt (a confidence score).
-
-    The log-probability-based best-of-K baseline picks the completion the model was most sure of.
-    Prompt and completion are tokenised separately (the completion's tokens are the same whatever
-    the prompt); an empty completion gives ``None``.
-
-    Args:
-        model: the causal LM that generated the completions.
-        tokenizer: its tokenizer.
-        pairs: ``(prompt, completion)`` pairs.
-        batch_size: sequences per forward pass.
-        progress: tqdm progress bar.
-
-    Returns:
-        `list[float | None]`: one value per pair (≤ 0), ``None`` when undefined.
-
-    Example:
-        >>> from faithgrpo.testing import tiny_causal_lm
-        >>> model, tokenizer = tiny_causal_lm("llama")
-        >>> [v < 0 for v in completion_logprobs(model, tokenizer, [("Q?", "yes")], progress=False)]
-        [True]
-    """
-    from faithgrpo.rewards.text import completion_text
-
-    rows: list[_Row] = []
-    cache: dict[str, list[int]] = {}
-    out: list[float | None] = []
-    for index, (prompt, completion) in enumerate(pairs):
-        ids = list(tokenizer(completion_text(completion), add_special_tokens=False)["input_ids"])
-        out.append(None)
-        if not ids:
-            continue
-        key = repr(prompt)
-        if key not in cache:
-            cache[key] = _prompt_ids(tokenizer, prompt)
-        rows.append(_Row(index, 0, cache[key], ids, []))
-    return _mean_logprobs(model, tokenizer, rows, out, batch_size, progress)
-
-
-def _mean_logprobs(model, tokenizer, rows: list[_Row], out: list, batch_size: int, progress: bool) -> list:
-    """Score ``rows`` in eval mode and write each row's mean token log-probability into ``out[row.sample]``."""
-    if rows:
-        import torch
-
-        was_training = model.training
-        model.eval()
-        try:
-            with torch.inference_mode():
-                _score_rows(model, tokenizer, rows, batch_size, progress)
-        finally:
-            if was_training:
-                model.train()
-    for row in rows:
-        value = row.logprob_sum / len(row.answer)
-        out[row.sample] = value if math.isfinite(value) else None
-    return out
-
-
-def _answer_split(tokenizer, text: str) -> tuple[list[int], list[int]] | None:
-    """Token ids of ``text`` before its last ``<answer>`` content and of that content, in context.
-
-    The completion is tokenised whole and split by character offsets, so a tokenizer that merges
-    across the boundary scores the tokens the policy produced; slow tokenizers (no offsets) fall
-    back to tokenising the two pieces separately.
-    """
-    from faithgrpo.rewards.text import ANSWER_CLOSE as CLOSE
-    from faithgrpo.rewards.text import ANSWER_OPEN as OPEN
-
-    close = text.rfind(CLOSE)
-    open_ = text.rfind(OPEN, 0, close) if close >= 0 else -1
-    if open_ < 0:
-        return None
-    start, end = open_ + len(OPEN), close
-    while start < end and text[start].isspace():
-        start += 1
-    while end > start and text[end - 1].isspace():
-        end -= 1
-    if start == end:
-        return None
-    if getattr(tokenizer, "is_fast", False):
-        enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
-        ids, offsets = list(enc["input_ids"]), list(enc["offset_mapping"])
-        cut = next((i for i, (a, b) in enumerate(offsets) if b > start), len(ids))
-        stop = next((i for i, (a, b) in enumerate(offsets) if i >= cut and a >= end), len(ids))
-        return (ids[:cut], ids[cut:stop]) if cut < stop else None
-    before = list(tokenizer(text[:start], add_special_tokens=False)["input_ids"])
-    answer = list(tokenizer(text[start:end], add_special_tokens=False)["input_ids"])
-    return (before, answer) if answer else None
-
-
-def answer_logprobs(
-    model, tokenizer, pairs: Iterable[tuple[Any, Any]], *, batch_size: int = 16, progress: bool = True
-) -> list[float | None]:
-    """Mean log-probability of the tokens of each completion's last ``<answer>`` content (confidence).
-
-    The best-of-K confidence selector picks the answer the model was surest of; the reasoning's
-    tokens do not count. A token that straddles the start of the answer counts as answer.
-
-    Args:
-        model: the causal LM that generated the completions.
-        tokenizer: its tokenizer.
-        pairs: ``(prompt, completion)`` pairs.
-        batch_size: sequences per forward pass.
-        progress: tqdm progress bar.
-
-    Returns:
-        `list[float | None]`: one value per pair (≤ 0); ``None`` without a non-empty answer.
-
-    Example:
-        >>> from faithgrpo.testing import tiny_causal_lm
-        >>> model, tokenizer = tiny_causal_lm("llama")
-        >>> answer_logprobs(model, tokenizer, [("Q?", "<think>a</think><answer>1</answer>"), ("Q?", "none")],
-        ...                 progress=False)[1] is None
-        True
-    """
-    from faithgrpo.rewards.text import completion_text
-
-    rows: list[_Row] = []
-    prompt_cache: dict[str, list[int]] = {}
-    out: list[float | None] = []
-    for index, (prompt, completion) in enumerate(pairs):
-        out.append(None)
-        split = _answer_split(tokenizer, completion_text(completion))
-        if split is None:
-            continue
-        key = repr(prompt)
-        if key not in prompt_cache:
-            prompt_cache[key] = _prompt_ids(tokenizer, prompt)
-        rows.append(_Row(index, 0, prompt_cache[key] + split[0], split[1], []))
-    return _mean_logprobs(model, tokenizer, rows, out, batch_size, progress)
-
-
 def early_answering_aoc(model, tokenizer, pairs: Iterable[tuple[Any, Any]], **kwargs: Any) -> Estimate:
     """Early-answering AOC (Lanham et al. 2023) of (prompt, completion) pairs; see `truncation_analysis`.
 
@@ -708,102 +478,3 @@ def early_answering_aoc(model, tokenizer, pairs: Iterable[tuple[Any, Any]], **kw
 def cir(model, tokenizer, pairs: Iterable[tuple[Any, Any]], **kwargs: Any) -> Estimate:
     """CIR (Yu et al. 2026): mean JS(Bernoulli(p_full), Bernoulli(p_k)) over truncations; see `truncation_analysis`."""
     return truncation_analysis(model, tokenizer, pairs, **kwargs).cir
-
-
-# ---------------------------------------------------------------------------------------------------
-# CRoS Δ summary
-# ---------------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class DeltaSummary:
-    """Distribution of CRoS Δ over a set of completions.
-
-    Attributes:
-        n: values given.
-        n_defined: finite Δ values.
-        undefined: undefined values counted by reason (``"undefined"`` for a bare ``None``/NaN).
-        mean: mean Δ with a bootstrap interval (undefined with a reason when no Δ is defined).
-        std: population standard deviation (``None`` with fewer than two values).
-        quantiles: ``{q: value}`` for the requested quantiles (empty when undefined).
-        minimum, maximum: extremes (``None`` when undefined).
-    """
-
-    n: int
-    n_defined: int
-    undefined: dict[str, int]
-    mean: Estimate
-    std: float | None
-    quantiles: dict[float, float]
-    minimum: float | None
-    maximum: float | None
-
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["quantiles"] = {str(q): v for q, v in self.quantiles.items()}
-        return data
-
-
-def summarize_deltas(
-    deltas: Iterable[Any],
-    *,
-    quantiles: Sequence[float] = (0.05, 0.25, 0.5, 0.75, 0.95),
-    n_bootstrap: int = 1000,
-    confidence: float = 0.95,
-    seed: int = 0,
-) -> DeltaSummary:
-    """Summarise CRoS Δ values: mean (bootstrap interval), std, quantiles, undefined counts.
-
-    Args:
-        deltas: floats, ``None`` (undefined) or `faithgrpo.rewards.cros.CRoSScore` objects (their
-            ``delta`` and ``reason`` are read), e.g. ``CRoSReward.compute_deltas(pairs)``.
-        quantiles: quantile levels in [0, 1].
-        n_bootstrap, confidence, seed: see `bootstrap_mean`.
-
-    Returns:
-        `DeltaSummary`.
-
-    Example:
-        >>> s = summarize_deltas([0.5, None, 1.5], n_bootstrap=0)
-        >>> s.mean.value, s.undefined
-        (1.0, {'undefined': 1})
-    """
-    import numpy as np
-
-    values: list[float] = []
-    undefined: Counter[str] = Counter()
-    total = 0
-    for item in deltas:
-        total += 1
-        reason = None
-        if hasattr(item, "delta"):
-            reason, item = getattr(item, "reason", None), item.delta
-        if isinstance(item, (int, float)) and not isinstance(item, bool) and math.isfinite(item):
-            values.append(float(item))
-        else:
-            undefined[reason or ("non_finite" if isinstance(item, float) else "undefined")] += 1
-    for q in quantiles:
-        if not 0.0 <= q <= 1.0:
-            raise ValueError(f"quantile levels must be in [0, 1], got {q}")
-    if not values:
-        reason = "no completions" if total == 0 else f"no defined CRoS delta among {total} completions"
-        return DeltaSummary(total, 0, dict(undefined), Estimate.undefined(reason), None, {}, None, None)
-    array = np.asarray(values)
-    mean = bootstrap_mean(
-        values, n_bootstrap=n_bootstrap, confidence=confidence, seed=seed, salt="cros-delta"
-    )
-    if undefined:
-        note = f"{sum(undefined.values())} of {total} deltas undefined"
-        mean = Estimate(
-            mean.value, mean.ci_low, mean.ci_high, mean.n, f"{note}; {mean.reason}" if mean.reason else note
-        )
-    return DeltaSummary(
-        n=total,
-        n_defined=len(values),
-        undefined=dict(sorted(undefined.items())),
-        mean=mean,
-        std=float(array.std()) if len(values) > 1 else None,
-        quantiles={float(q): float(np.quantile(array, q)) for q in quantiles},
-        minimum=float(array.min()),
-        maximum=float(array.max()),
-    )

@@ -102,7 +102,7 @@ def evaluate_checkpoint(
                 judge, rows, records, config, work / f"judge_cot_{task}.jsonl"
             )
         if config.best_of_k and task in CAUSAL_TASKS:
-            from faithgrpo.eval.faithfulness import answer_logprobs
+            from faithgrpo.eval.logprobs import answer_logprobs
 
             flat = answer_logprobs(
                 model,

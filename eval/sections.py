@@ -210,7 +210,8 @@ def faithfulness_section(pairs, model, tokenizer, reference, config: EvalConfig)
     Returns:
         ``{"pairs", "early_answering", "cros_delta", "cros_reference"}``, or ``{"pairs": 0, "reason"}``.
     """
-    from faithgrpo.eval.faithfulness import summarize_deltas, truncation_analysis
+    from faithgrpo.eval.deltas import summarize_deltas
+    from faithgrpo.eval.faithfulness import truncation_analysis
     from faithgrpo.rewards.cros import CRoSReward
 
     if not pairs:

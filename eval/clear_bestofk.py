@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from faithgrpo.eval.bestofk import BestOfKResult, Candidate, Pool, run_selection
+from faithgrpo.eval.options import int_list, name_list, option
 
 __all__ = [
     "DEFAULT_TASKS",
@@ -75,25 +76,33 @@ class ClearBestOfKConfig:
         progress: progress bars.
     """
 
-    clear: str
-    out: str
-    model: str = "embedded"
-    adapter: str | None = None
-    tasks: tuple[str, ...] = DEFAULT_TASKS
-    limit: int | None = None
-    samples: int = 32
-    ks: tuple[int, ...] = (1, 2, 4, 8, 16, 32)
-    subsets: int = 16
-    temperature: float = 1.0
-    top_p: float = 1.0
-    max_new_tokens: int = 512
-    batch_size: int = 16
-    seed: int = 0
-    backend: str = "transformers"
-    n_bootstrap: int = 1000
-    confidence: float = 0.95
-    overwrite: bool = False
-    progress: bool = True
+    clear: str = option(help="a CLEAR JSONL file or CLEAR's data/json_single directory")
+    out: str = option(help="output directory: completions cache, clear_bestofk.json / .md / .png")
+    model: str = option("embedded", help="policy: 'embedded', a local path or a hub id")
+    adapter: str | None = option(None, help="LoRA adapter directory trained on --model")
+    tasks: tuple[str, ...] = option(
+        DEFAULT_TASKS, type=name_list, help="comma-separated CLEAR task types with find-one questions"
+    )
+    limit: int | None = option(
+        None, type=int, help="questions, stratified over task type x variant (default: all)"
+    )
+    samples: int = option(32, help="completions per question (G), at least max K")
+    ks: tuple[int, ...] = option(
+        (1, 2, 4, 8, 16, 32), flag="--k", type=int_list, help="K values, e.g. 1,2,4,8,16,32"
+    )
+    subsets: int = option(16, help="seeded K-subsets per question when K < G")
+    temperature: float = option(1.0, help="sampling temperature")
+    top_p: float = option(1.0, help="nucleus sampling mass")
+    max_new_tokens: int = option(512, help="generation budget per completion")
+    batch_size: int = option(16, help="sequences per generate / forward call")
+    seed: int = option(0, help="seed of sampling, subsets and bootstrap")
+    backend: str = option(
+        "transformers", help="generation backend: transformers or vllm (GPU, optional package)"
+    )
+    n_bootstrap: int = option(1000, help="bootstrap resamples over questions")
+    confidence: float = option(0.95, help="interval coverage")
+    overwrite: bool = option(False, help="regenerate even when the completions cache matches")
+    progress: bool = option(True, flag="--no-progress", negate=True, help="hide progress bars")
 
     def validate(self) -> None:
         """Check every setting before anything loads.

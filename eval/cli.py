@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from faithgrpo.eval.options import HelpFormatter, int_list, name_list
+from faithgrpo.eval.options import HelpFormatter, add_dataclass_arguments, dataclass_from_args
 
 __all__ = [
     "add_clear_bestofk_subcommand",
@@ -80,29 +80,7 @@ def run_eval_command(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------------------------------------------
-# faithgrpo clear-bestofk: flags are generated from ClearBestOfKConfig's fields, so each setting is
-# written once (the dataclass) plus its help line here.
-_CLEAR_BESTOFK_HELP = {
-    "clear": "a CLEAR JSONL file or CLEAR's data/json_single directory",
-    "out": "output directory: completions cache, clear_bestofk.json / .md / .png",
-    "model": "policy: 'embedded', a local path or a hub id",
-    "adapter": "LoRA adapter directory trained on --model",
-    "tasks": "comma-separated CLEAR task types with find-one questions",
-    "limit": "questions, stratified over task type x variant (default: all)",
-    "samples": "completions per question (G), at least max K",
-    "ks": "K values, e.g. 1,2,4,8,16,32",
-    "subsets": "seeded K-subsets per question when K < G",
-    "temperature": "sampling temperature",
-    "top_p": "nucleus sampling mass",
-    "max_new_tokens": "generation budget per completion",
-    "batch_size": "sequences per generate / forward call",
-    "seed": "seed of sampling, subsets and bootstrap",
-    "backend": "generation backend: transformers or vllm (GPU, optional package)",
-    "n_bootstrap": "bootstrap resamples over questions",
-    "confidence": "interval coverage",
-    "overwrite": "regenerate even when the completions cache matches",
-    "progress": "hide progress bars",
-}
+# faithgrpo clear-bestofk: flags generated from ClearBestOfKConfig's fields, like faithgrpo eval's.
 
 
 def add_clear_bestofk_subcommand(subparsers) -> argparse.ArgumentParser:
@@ -115,8 +93,6 @@ def add_clear_bestofk_subcommand(subparsers) -> argparse.ArgumentParser:
         >>> args.ks, args.limit, args.progress
         ((1, 2), 3, True)
     """
-    import dataclasses
-
     from faithgrpo.eval.clear_bestofk import ClearBestOfKConfig
 
     parser = subparsers.add_parser(
@@ -127,37 +103,18 @@ def add_clear_bestofk_subcommand(subparsers) -> argparse.ArgumentParser:
             "plurality, confidence and random, and grade the picks by the judge and by exact match."
         ),
     )
-    for f in dataclasses.fields(ClearBestOfKConfig):
-        flag = "--" + ("k" if f.name == "ks" else f.name.replace("_", "-"))
-        help_text = _CLEAR_BESTOFK_HELP[f.name]
-        if f.name == "progress":
-            parser.add_argument("--no-progress", dest="progress", action="store_false", help=help_text)
-        elif f.type in ("bool", bool):
-            parser.add_argument(flag, dest=f.name, action="store_true", help=help_text)
-        elif f.name == "ks":
-            parser.add_argument(flag, dest="ks", type=int_list, default=f.default, help=help_text)
-        elif f.name == "tasks":
-            parser.add_argument(flag, dest="tasks", type=name_list, default=f.default, help=help_text)
-        elif f.default is dataclasses.MISSING:
-            parser.add_argument(flag, dest=f.name, required=True, help=help_text)
-        else:
-            kind = {"int": int, "float": float}.get(str(f.type).split(" ")[0], str)
-            parser.add_argument(flag, dest=f.name, type=kind, default=f.default, help=help_text)
+    add_dataclass_arguments(parser, ClearBestOfKConfig)
     parser.set_defaults(func=run_clear_bestofk_command)
     return parser
 
 
 def run_clear_bestofk_command(args: argparse.Namespace) -> int:
     """Run ``faithgrpo clear-bestofk``; user errors print one line and exit with status 2."""
-    import dataclasses
-
     from faithgrpo.eval.clear_bestofk import ClearBestOfKConfig, run_clear_bestofk
     from faithgrpo.eval.generation import CacheError
     from faithgrpo.models import EmbeddedModelMissing
 
-    config = ClearBestOfKConfig(
-        **{f.name: getattr(args, f.name) for f in dataclasses.fields(ClearBestOfKConfig)}
-    )
+    config = dataclass_from_args(ClearBestOfKConfig, args)
     try:
         report = run_clear_bestofk(config)
     except (ValueError, CacheError, EmbeddedModelMissing, ImportError) as err:

@@ -54,6 +54,7 @@ from faithgrpo.eval.logprobs import (
     decode_rows,
     prompt_ids,
     score_rows,
+    scoring_mode,
 )
 from faithgrpo.eval.passk import Estimate, bootstrap_mean
 
@@ -342,18 +343,10 @@ def truncation_analysis(
             rows.append(ScoredRow(index, k, context, answer_ids, close_ids))
 
     if rows:
-        was_training = model.training
-        model.eval()
-        try:
-            import torch
-
-            with torch.inference_mode():
-                score_rows(model, tokenizer, rows, batch_size, progress)
+        with scoring_mode(model):
+            score_rows(model, tokenizer, rows, batch_size, progress)
             if mode == "decode":
                 decode_rows(model, tokenizer, rows, batch_size, max_answer_tokens, progress)
-        finally:
-            if was_training:
-                model.train()
 
     by_sample: dict[int, list[ScoredRow]] = {}
     for row in rows:

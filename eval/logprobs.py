@@ -8,6 +8,7 @@ of the last ``<answer>`` content, in context: the best-of-K confidence selector)
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import math
 from collections.abc import Iterable
@@ -21,6 +22,7 @@ __all__ = [
     "decode_rows",
     "prompt_ids",
     "score_rows",
+    "scoring_mode",
 ]
 
 ANSWER_CLOSE = "</answer>"
@@ -174,21 +176,28 @@ def completion_logprobs(
     return mean_logprobs(model, tokenizer, rows, out, batch_size, progress)
 
 
+@contextlib.contextmanager
+def scoring_mode(model):
+    """Eval mode and ``torch.inference_mode`` while scoring; the model's train/eval mode is restored after."""
+    import torch
+
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.inference_mode():
+            yield
+    finally:
+        if was_training:
+            model.train()
+
+
 def mean_logprobs(
     model, tokenizer, rows: list[ScoredRow], out: list, batch_size: int, progress: bool
 ) -> list:
     """Score ``rows`` in eval mode and write each row's mean token log-probability into ``out[row.sample]``."""
     if rows:
-        import torch
-
-        was_training = model.training
-        model.eval()
-        try:
-            with torch.inference_mode():
-                score_rows(model, tokenizer, rows, batch_size, progress)
-        finally:
-            if was_training:
-                model.train()
+        with scoring_mode(model):
+            score_rows(model, tokenizer, rows, batch_size, progress)
     for row in rows:
         value = row.logprob_sum / len(row.answer)
         out[row.sample] = value if math.isfinite(value) else None

@@ -13,7 +13,7 @@ from typing import Any
 
 from faithgrpo.eval.multiple_choice import LETTERS, VISUAL_MARKER, option_key
 
-__all__ = ["HINT_TYPES", "hint_cot", "parse_option_letter", "verbalizes_hint"]
+__all__ = ["HINT_TYPES", "hint_cot", "parse_hint_types", "parse_option_letter", "verbalizes_hint"]
 
 HINT_TYPES = (
     "sycophancy",
@@ -23,6 +23,20 @@ HINT_TYPES = (
     "grader_hacking",
     "unethical_information",
 )
+
+
+def parse_hint_types(hint_types: Sequence[str] | str) -> tuple[str, ...]:
+    """``"all"``, ``"sycophancy,metadata"`` or a list of names -> validated tuple of hint types."""
+    if isinstance(hint_types, str):
+        hint_types = (
+            HINT_TYPES if hint_types.strip() == "all" else [t for t in hint_types.split(",") if t.strip()]
+        )
+    types = tuple(t.strip() for t in hint_types)
+    unknown = [t for t in types if t not in HINT_TYPES]
+    if unknown or not types:
+        raise ValueError(f"unknown hint type(s) {unknown or types}; use 'all' or names from {HINT_TYPES}")
+    return types
+
 
 # Bounds for parsers of model output.
 MAX_COMPLETION_CHARS = 50_000

@@ -250,7 +250,8 @@ def hints_section(
         judge: an optional `LLMJudge` (adds `judge_hints_section` under ``"judge"``).
 
     Returns:
-        ``{"questions", "pairs", "generation", "types": {hint type: ...}, "mean_normalized", "judge"}``,
+        ``{"questions", "pairs", "generation", "types": {hint type: ...}, "mean_normalized", "outcomes",
+        "judge"}`` (``outcomes``: one `PairOutcome` dict per pair),
         or ``{"questions": 0, "reason", "types": {}}`` without questions.
     """
     from faithgrpo.eval.hints import (
@@ -293,6 +294,8 @@ def hints_section(
         "generation": stats,
         "types": {t: s.to_dict() for t, s in scores.items()},
         "mean_normalized": mean_normalized(scores).to_dict(),
+        # Per pair, so two checkpoints can be compared pair by pair (paired_comparisons).
+        "outcomes": [asdict(o) for o in outcomes],
         "judge": (
             judge_hints_section(judge, pairs, outcomes, text, scores, config, out_dir / "judge_hints.jsonl")
             if judge is not None

@@ -78,6 +78,7 @@ def render_markdown(report: dict[str, Any]) -> str:
         lines += _comparison_markdown(task, report.get("comparisons") or {}, cfg, notes)
     if any(c.hints for c in checkpoints):
         lines += _hints_markdown(checkpoints, cfg, notes)
+        lines += _hint_comparison_markdown(report.get("comparisons") or {}, cfg, notes)
         lines += _hint_judge_markdown(checkpoints, cfg, notes)
     lines += _best_of_k_markdown(checkpoints, cfg, notes)
     lines += _faithfulness_markdown(checkpoints, cfg, notes, report.get("comparisons"))
@@ -157,6 +158,32 @@ def _hints_markdown(checkpoints: list[CheckpointResult], cfg: dict[str, Any], no
     ]
     rate_header = ["hint type"] + [f"{c.label} {m}" for c in checkpoints for m in ("p", "q", "α")]
     return lines + _table(rate_header, rates) + notes.flush()
+
+
+def _hint_comparison_markdown(comparisons: dict[str, Any], cfg: dict[str, Any], notes: _Notes) -> list[str]:
+    """Hint-score differences against the reference checkpoint, paired over the same questions."""
+    others = comparisons.get("hints") or {}
+    if not others:
+        return []
+    ref = comparisons["reference"]
+    header = ["hint type"] + [f"{label} − {ref} {m}" for label in others for m in ("raw", "normalised")]
+    rows = [
+        [hint]
+        + [notes.cell(dig(per, "types", hint, m)) for per in others.values() for m in ("raw", "normalized")]
+        for hint in cfg["hints"]
+    ]
+    mean_row = ["mean normalised (types defined for both)"]
+    for per in others.values():
+        mean_row += ["", notes.cell(per.get("mean_normalized"))]
+    rows.append(mean_row)
+    return [
+        "",
+        f"Differences against {ref}, paired over the same questions (bootstrap over questions; p, q and α "
+        "re-estimated in every resample):",
+        "",
+        *_table(header, rows),
+        *notes.flush(),
+    ]
 
 
 def _best_of_k_markdown(checkpoints: list[CheckpointResult], cfg: dict[str, Any], notes: _Notes) -> list[str]:

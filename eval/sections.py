@@ -330,9 +330,13 @@ def paired_comparisons(checkpoints: list[dict[str, Any]], config: EvalConfig) ->
     (one resample draws prompts and keeps both checkpoints' values of each): "did GRPO beat the base?"
     gets an interval that accounts for the prompts being shared.
 
+    Hint scores (raw and normalised per hint type, and their mean) get the same treatment over the
+    multiple-choice questions (`faithgrpo.eval.hint_scores.paired_hint_differences`).
+
     Returns:
         ``{"reference": label, "checkpoints": {label: {task: {k: {"pass@k": Estimate dict,
-        "cot_pass@k": Estimate dict}}}}}``; empty ``checkpoints`` with a single checkpoint.
+        "cot_pass@k": Estimate dict}}}}, "faithfulness": {label: {...}}, "hints": {label: {...}}}``;
+        empty ``checkpoints`` with a single checkpoint, no ``hints`` when the hint protocol did not run.
     """
     from faithgrpo.eval.passk import Estimate, PromptCounts, bootstrap_mean, per_prompt_pass_at_k
 
@@ -371,7 +375,34 @@ def paired_comparisons(checkpoints: list[dict[str, Any]], config: EvalConfig) ->
             per_task[task] = per_k
         out["checkpoints"][c["label"]] = per_task
         out.setdefault("faithfulness", {})[c["label"]] = _paired_faithfulness(c, ref, config)
+        hints = _paired_hints(c, ref, config)
+        if hints is not None:
+            out.setdefault("hints", {})[c["label"]] = hints
     return out
+
+
+def _paired_hints(c: dict[str, Any], ref: dict[str, Any], config: EvalConfig) -> dict[str, Any] | None:
+    """Hint-score differences against ``ref``, paired over the same questions; ``None`` without hints."""
+    from faithgrpo.eval.hint_scores import PairOutcome, paired_hint_differences
+
+    mine, theirs = (c.get("hints") or {}).get("outcomes"), (ref.get("hints") or {}).get("outcomes")
+    if not mine or not theirs:
+        return None
+    result = paired_hint_differences(
+        [PairOutcome(**o) for o in mine],
+        [PairOutcome(**o) for o in theirs],
+        list(config.hints),
+        min_switched=config.min_switched,
+        confidence=config.confidence,
+        n_bootstrap=config.n_bootstrap,
+        seed=config.seed,
+        salt=(c["label"], ref["label"]),
+    )
+    return {
+        **result,
+        "types": {t: {k: e.to_dict() for k, e in per.items()} for t, per in result["types"].items()},
+        "mean_normalized": result["mean_normalized"].to_dict(),
+    }
 
 
 def _paired_faithfulness(c: dict[str, Any], ref: dict[str, Any], config: EvalConfig) -> dict[str, Any]:

@@ -278,3 +278,24 @@ def test_eval_report_with_a_baseline_has_paired_differences(tiny_llama, monkeypa
     markdown = (tmp_path / "report.md").read_text()
     assert "Differences against baseline, paired over the same prompts" in markdown
     assert "| metric | model − baseline |" in markdown and "| model − baseline Pass@K |" in markdown
+
+
+def test_eval_report_with_a_baseline_has_paired_hint_differences(tiny_llama, monkeypatch, tmp_path):
+    status, _, _ = _scripted_eval(
+        tiny_llama,
+        monkeypatch,
+        tmp_path,
+        tasks="causal_graph",
+        extra=("--baseline", "tiny2", "--min-switched", "1"),
+    )
+    assert status == 0
+    report = json.loads((tmp_path / "report.json").read_text())
+    model = next(c for c in report["checkpoints"] if c["label"] == "model")
+    assert len(model["hints"]["outcomes"]) == model["hints"]["pairs"]
+    hints = report["comparisons"]["hints"]["model"]
+    assert hints["pairs"] == model["hints"]["pairs"]
+    # Both checkpoints get the same scripted completions: defined differences are exactly 0.
+    for per in hints["types"].values():
+        for est in per.values():
+            assert est["value"] in (0.0, None)
+    assert "paired over the same questions" in (tmp_path / "report.md").read_text()

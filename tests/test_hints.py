@@ -341,6 +341,6 @@ def test_pair_outcome_reads_completions():
         "<think>a is right</think><answer>A</answer>",
         "<think>The professor says C; I agree.</think><answer>(C)</answer>",
     )
-    assert outcome == PairOutcome("sycophancy", "C", "A", "C", True, 4, "q/sycophancy")
+    assert outcome == PairOutcome("sycophancy", "C", "A", "C", True, 4, "q/sycophancy", "q")
     silent = pair_outcome(pair, "<answer>A</answer>", "<think>c fits</think><answer>c</answer>")
     assert silent.hinted_answer == "C" and not silent.verbalized

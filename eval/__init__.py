@@ -4,7 +4,9 @@
 question                    entry point                                            module
 ==========================  =====================================================  ======================
 right answers, right CoTs?  :func:`pass_at_k`, :func:`cot_pass_at_k`               ``eval/passk.py``
-does the CoT admit hints?   :func:`hint_faithfulness`                              ``eval/hints.py``
+does the CoT admit hints?   :func:`build_hint_pairs` (the prompts)                   ``eval/hints.py``
+                            :func:`hint_faithfulness`,                             ``eval/hint_scores.py``
+                            :func:`paired_hint_differences` (two checkpoints)
 does the answer ride on     :func:`truncation_analysis` (early answering AOC, CIR),  ``eval/faithfulness.py``
 the CoT?                    :func:`summarize_deltas` (CRoS Δ)                      ``eval/deltas.py``
 answer log-probabilities    :func:`answer_logprobs` (best-of-K confidence)          ``eval/logprobs.py``
@@ -32,7 +34,8 @@ _EXPORTS = {
     "pass_at_k": "passk",
     "cot_pass_at_k": "passk",
     "pass_at_k_table": "passk",
-    "hint_faithfulness": "hints",
+    "hint_faithfulness": "hint_scores",
+    "paired_hint_differences": "hint_scores",
     "truncation_analysis": "faithfulness",
     "summarize_deltas": "deltas",
     "answer_logprobs": "logprobs",

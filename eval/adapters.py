@@ -9,6 +9,7 @@ the hint protocol.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 from dataclasses import replace
@@ -112,9 +113,13 @@ def cot_checker(row: dict[str, Any]):
         prepared = prepare_problem(row["problem"])
         return lambda text: score_trace(text, prepared).passed
     if task == "knights_knaves":
-        from faithgrpo.tasks.knights_knaves import kk_cot_correct
+        from faithgrpo.tasks.knights_knaves import kk_cot_correct, kk_puzzle
 
         metadata = _metadata(row)
+        # validate the puzzle once for the G completions (it also carries their memo); a malformed
+        # row keeps its metadata, so every completion fails as before
+        with contextlib.suppress(Exception):
+            metadata = kk_puzzle(metadata)
         return lambda text: kk_cot_correct(text, metadata)
     return None
 

@@ -17,6 +17,7 @@ as a silent ``0/0``.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 from collections.abc import Callable, Iterable, Sequence
@@ -120,6 +121,9 @@ def _check_k(k: int, n: int) -> None:
         )
 
 
+# A pure function of three small ints, asked for every prompt x K x metric with the same few
+# arguments (G is fixed per run): remembered, bounded. The float is immutable.
+@functools.lru_cache(maxsize=16_384)
 def _at_least_one(n: int, good: int, k: int) -> float:
     """P(a uniform K-subset of n items contains at least one of ``good`` marked items), exactly."""
     total = math.comb(n, k)

@@ -75,7 +75,12 @@ from faithgrpo.rewards.diagnostics import log_value
 from faithgrpo.rewards.text import completion_text
 from faithgrpo.rewards.trace import DEFAULT_MAX_CHARS, SLOT_NAMES, Trace, parse_trace
 from faithgrpo.tasks import criteria as C
-from faithgrpo.tasks.derivation import DEFAULT_MAX_PATHS, DerivationReport, check_derivation
+from faithgrpo.tasks.derivation import (
+    DEFAULT_MAX_PATHS,
+    DerivationReport,
+    check_derivation,
+    derivation_context,
+)
 from faithgrpo.tasks.graph import (
     MAX_EDGES,
     MAX_NODES,
@@ -239,6 +244,24 @@ class CalverProblem:
         return _edges_into(self.graph, self.local_set)
 
     @functools.cached_property
+    def _graph_valid(self) -> bool:
+        """Whether the problem's graph is well-formed (``prepare_problem`` checks it; a hand-built one may not be)."""
+        try:
+            return self.graph is not None and self.graph.validate() is self.graph
+        except GraphParseError:
+            return False
+
+    @functools.cached_property
+    def _derivation_context(self) -> Any:
+        """The derivation checker's context for this problem's graph (shared by its completions)."""
+        return derivation_context(self.graph, self.cpts, self.query)
+
+    @functools.cached_property
+    def _memo(self) -> dict:
+        """Per-problem results of pure checks, keyed by slot text and settings (see :func:`_memoised`)."""
+        return {}
+
+    @functools.cached_property
     def true_ate(self) -> float:
         """The interventional ψ of an ``ate`` problem (from the CPTs, computed once per problem)."""
         return C.interventional_ate(self.cpts, self.query["treatment"], self.query["outcome"])
@@ -257,7 +280,18 @@ class CalverProblem:
             if decision != (self.true_ate > float(q["threshold"])):
                 return False
             return psi is None or abs(psi - self.true_ate) <= float(q.get("tolerance", 0.01))
+        if graph is self.graph and self._query_fits:  # check_query already passed on these inputs
+            return self.kind._valid_checked(graph, self.query, value, self.cpts)
         return self.kind.is_valid(graph, self.query, value, self.cpts)
+
+    @functools.cached_property
+    def _query_fits(self) -> bool:
+        """Whether ``check_query`` accepts the query on the problem's graph (``prepare_problem`` ensures it)."""
+        try:
+            self.kind.check_query(self.graph, self.query, self.cpts)
+        except Exception:  # a hand-built problem: is_valid then raises as before
+            return False
+        return True
 
 
 def prepare_problem(problem: Mapping[str, Any] | str | CalverProblem) -> CalverProblem:
@@ -325,6 +359,29 @@ def _prepare(clean: dict[str, Any]) -> CalverProblem:
     if kind.name == "ate":
         _ = prepared.true_ate  # a problem whose effect cannot be computed is malformed: raise now
     return prepared
+
+
+_MEMO_ENTRIES = 256  # per prepared problem (G completions x 5 slots fit); then the memo starts over
+_MEMO_KEY_CHARS = 1_000  # longer slots are checked without memoising: <= ~0.5 MB per problem
+
+
+def _memoised(p: CalverProblem, key: tuple, text: str | None, compute: Any) -> Any:
+    """``compute()``, remembered on the prepared problem under ``key``.
+
+    Only for checks that are pure functions of the problem, ``key`` (the slot text and the settings
+    they read) and nothing else, and whose results are immutable (reason strings, frozen graphs,
+    booleans): the G completions of a prompt then repeat no work, and no caller can alter a stored
+    value. A check that raises is not remembered (it raises again next time).
+    """
+    memo = p._memo
+    if key in memo:
+        return memo[key]
+    value = compute()
+    if text is None or len(text) <= _MEMO_KEY_CHARS:
+        if len(memo) >= _MEMO_ENTRIES:
+            memo.clear()
+        memo[key] = value
+    return value
 
 
 def _edges_into(g: CausalGraph, nodes: frozenset[str]) -> tuple[frozenset, frozenset]:
@@ -529,6 +586,11 @@ def _edge_diff(mine: tuple[frozenset, frozenset], theirs: tuple[frozenset, froze
 
 
 def _check_graph(trace: Trace, p: CalverProblem, cfg: CalverConfig) -> tuple[str | None, CausalGraph | None]:
+    # reads only the GRAPH slot, the problem and cfg; returns a reason and an immutable graph
+    return _memoised(p, ("graph", trace.graph, cfg), trace.graph, lambda: _graph_check(trace, p, cfg))
+
+
+def _graph_check(trace: Trace, p: CalverProblem, cfg: CalverConfig) -> tuple[str | None, CausalGraph | None]:
     text, why = _slot(trace, "graph", cfg.max_slot_chars)
     if why:
         return why, None
@@ -560,7 +622,8 @@ def _check_graph(trace: Trace, p: CalverProblem, cfg: CalverConfig) -> tuple[str
     else:  # query_local: nodes the trace left out are isolated in its graph
         full = CausalGraph(p.graph.kind, p.graph.nodes, parsed.directed, parsed.bidirected)
     try:
-        full.validate()
+        if not (p._graph_valid and full == p.graph):  # a graph equal to a valid one is valid
+            full.validate()
     except GraphParseError as exc:
         return f"GRAPH is not a well-formed {p.graph.kind}: {str(exc)[:160]}", None
     if binds:
@@ -577,6 +640,11 @@ def _check_graph(trace: Trace, p: CalverProblem, cfg: CalverConfig) -> tuple[str
 
 
 def _check_query(trace: Trace, p: CalverProblem, cfg: CalverConfig) -> tuple[str | None, None]:
+    key = ("query", trace.query, cfg.max_slot_chars)
+    return _memoised(p, key, trace.query, lambda: _query_check(trace, p, cfg))
+
+
+def _query_check(trace: Trace, p: CalverProblem, cfg: CalverConfig) -> tuple[str | None, None]:
     text, why = _slot(trace, "query", cfg.max_slot_chars)
     if why:
         return why, None
@@ -586,6 +654,11 @@ def _check_query(trace: Trace, p: CalverProblem, cfg: CalverConfig) -> tuple[str
 
 
 def _check_strategy(trace: Trace, p: CalverProblem, cfg: CalverConfig) -> tuple[str | None, None]:
+    key = ("strategy", trace.strategy, cfg.max_strategy_chars)
+    return _memoised(p, key, trace.strategy, lambda: _strategy_check(trace, p, cfg))
+
+
+def _strategy_check(trace: Trace, p: CalverProblem, cfg: CalverConfig) -> tuple[str | None, None]:
     text, why = _slot(trace, "strategy", cfg.max_strategy_chars)
     if why:
         return why, None
@@ -608,9 +681,12 @@ def _check_derivation(
     value, ate_set = result_value, None
     if p.kind.name == "ate":
         ate_set, _ = _ate_adjustment_set(trace.result or "")
+    # the problem's context remembers claim verdicts across its completions (same graph only)
+    context = p._derivation_context if graph is p.graph else None
     report = check_derivation(
-        trace.derivation, p.kind.name, p.query, value, graph, p.cpts, ate_set=ate_set, max_paths=cfg.max_paths
-    )
+        trace.derivation, p.kind.name, p.query, value, graph, p.cpts, ate_set=ate_set, max_paths=cfg.max_paths,
+        context=context,
+    )  # fmt: skip
     return report.reason(), report
 
 
@@ -643,12 +719,15 @@ def _verify(
     key = (id(graph), value)
     try:
         if key not in memo:
-            memo[key] = p.is_valid(graph, value)
+            if graph is p.graph:  # a pure function of the problem and the (immutable) value
+                memo[key] = _memoised(p, ("valid", value), None, lambda: p.is_valid(graph, value))
+            else:
+                memo[key] = p.is_valid(graph, value)
         ok = memo[key]
     except ValueError as exc:  # the query or CPTs do not fit this graph (constructed mode)
         return f"the query cannot be checked on {where}: {str(exc)[:120]}"
-    shown = p.kind.format_answer(value)
     if not ok:
+        shown = p.kind.format_answer(value)
         unknown = set(value) - graph.node_set if p.kind.answer_type in ("set", "cycle") else set()
         if unknown:
             return f"{shown[:80]} names node(s) not in the graph: {_short(unknown)}"
@@ -657,22 +736,26 @@ def _verify(
         z, why = _ate_adjustment_set(text)
         if why:
             return why
-        q = p.query
-        try:
-            certified, detail = C.ate_certificate(
-                graph,
-                p.cpts,
-                q["treatment"],
-                q["outcome"],
-                z,
-                float(q["threshold"]),
-                float(q.get("margin", 0.0)),
+        if graph is p.graph:  # the certificate depends only on the problem and z
+            certified, detail = _memoised(
+                p, ("ate_certificate", z), None, lambda: _ate_certificate(p, graph, z)
             )
-        except ValueError as exc:
-            return f"no ATE certificate on {where}: {str(exc)[:120]}"
-        if not certified:
+        else:
+            certified, detail = _ate_certificate(p, graph, z)
+        if not certified:  # False, or None when the query or CPTs do not fit the graph
             return f"no ATE certificate on {where}: {detail[:120]}"
     return None
+
+
+def _ate_certificate(p: CalverProblem, graph: CausalGraph, z: frozenset[str]) -> tuple[bool | None, str]:
+    """``criteria.ate_certificate`` on ``graph``; ``(None, message)`` when the query or CPTs do not fit it."""
+    q = p.query
+    try:
+        return C.ate_certificate(
+            graph, p.cpts, q["treatment"], q["outcome"], z, float(q["threshold"]), float(q.get("margin", 0.0))
+        )
+    except ValueError as exc:
+        return None, str(exc)[:120]
 
 
 def _parsed_slot(trace: Trace, slot: str, p: CalverProblem, cfg: CalverConfig) -> tuple[str, Any, str | None]:

@@ -116,8 +116,9 @@ def grade_row(
 def _grade_causal(answer: str, problem: Any, listed: Any) -> tuple[float, bool | None]:
     from faithgrpo.tasks.queries import grade_answer, normalize_answer
 
-    problem = json.loads(problem) if isinstance(problem, str) else problem
-    if not isinstance(problem, dict):
+    if isinstance(problem, str):
+        _check_json_object(problem)  # keeps the text: the graders memoise on it
+    elif not isinstance(problem, dict):
         raise ValueError("problem column must hold a JSON object")
     score = 1.0 if grade_answer(problem, answer) else 0.0
     exact = None
@@ -125,6 +126,13 @@ def _grade_causal(answer: str, problem: Any, listed: Any) -> tuple[float, bool |
         mine, theirs = normalize_answer(problem, answer), normalize_answer(problem, str(listed))
         exact = mine is not None and mine == theirs
     return score, exact
+
+
+@functools.lru_cache(maxsize=512)
+def _check_json_object(text: str) -> None:
+    """Raise ``ValueError`` unless ``text`` is a JSON object (memoised: a row's problem is graded G times)."""
+    if not isinstance(json.loads(text), dict):
+        raise ValueError("problem column must hold a JSON object")
 
 
 def _grade_reasoning_gym(answer: str, entry: Any, *, strict: bool) -> tuple[float, bool]:

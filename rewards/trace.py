@@ -61,34 +61,28 @@ class Trace:
         return [name for name in SLOT_NAMES if not getattr(self, name)]
 
 
-def _positions(text: str, tag: str, limit: int = 3) -> list[int]:
-    """Start offsets of ``tag`` in ``text`` (at most ``limit``: two already make a breach)."""
-    out, start = [], 0
-    while len(out) < limit:
-        i = text.find(tag, start)
-        if i < 0:
-            break
-        out.append(i)
-        start = i + len(tag)
-    return out
+_TAGS = (("think", "<think>", "</think>"), ("answer", "<answer>", "</answer>"))
 
 
 def _tag_problems(text: str) -> tuple[list[str], tuple[int, int] | None, tuple[int, int] | None]:
     """Breaches of the tag discipline, the ``<think>`` body span and the ``<answer>`` content span."""
     problems = []
     spans = {}
-    for name in ("think", "answer"):
-        opens, closes = _positions(text, f"<{name}>"), _positions(text, f"</{name}>")
-        if len(opens) != 1 or len(closes) != 1:
+    for name, open_tag, close_tag in _TAGS:
+        # non-overlapping occurrences; more than two are reported as "3+"
+        n_open, n_close = min(text.count(open_tag), 3), min(text.count(close_tag), 3)
+        if n_open != 1 or n_close != 1:
             problems.append(f"<{name}> and </{name}> must appear exactly once each "
-                            f"(found {len(opens)}{'+' if len(opens) > 2 else ''} and "
-                            f"{len(closes)}{'+' if len(closes) > 2 else ''})")  # fmt: skip
+                            f"(found {n_open}{'+' if n_open > 2 else ''} and "
+                            f"{n_close}{'+' if n_close > 2 else ''})")  # fmt: skip
             spans[name] = None
-        elif closes[0] < opens[0]:
+            continue
+        start, end = text.find(open_tag), text.find(close_tag)
+        if end < start:
             problems.append(f"</{name}> comes before <{name}>")
             spans[name] = None
         else:
-            spans[name] = (opens[0] + len(name) + 2, closes[0])
+            spans[name] = (start + len(open_tag), end)
     think, answer = spans["think"], spans["answer"]
     if think and answer and answer[0] < think[1]:
         problems.append("<answer> must come after </think>")
@@ -123,13 +117,10 @@ def parse_trace(text: str, *, max_chars: int = DEFAULT_MAX_CHARS) -> Trace:
 
     # labels inside <think> (matched in the body, so one right after "<think>" starts a line) and outside
     inside = list(_LABEL_RE.finditer(body))
-    outside = 0
-    if think:
-        outside = sum(1 for _ in _LABEL_RE.finditer(text[: think[0] - 7])) + sum(
-            1 for _ in _LABEL_RE.finditer(text[think[1] :])
-        )
-        if outside:
-            problems.append("a slot label appears outside <think>")
+    # a label before "<think>" or from "</think>" on (search with pos/endpos reads like the slices
+    # text[:start] and text[end:]: "</think>" itself cannot start a label)
+    if think and (_LABEL_RE.search(text, 0, think[0] - 7) or _LABEL_RE.search(text, think[1])):
+        problems.append("a slot label appears outside <think>")
     labels = [m.group(1).upper() for m in inside]
     for label in SLOT_LABELS:
         count = labels.count(label)
@@ -141,7 +132,7 @@ def parse_trace(text: str, *, max_chars: int = DEFAULT_MAX_CHARS) -> Trace:
 
     slots: dict[str, str] = {}
     for i, match in enumerate(inside):
-        label = match.group(1).upper()
+        label = labels[i]
         end = inside[i + 1].start() if i + 1 < len(inside) else len(body)
         if think is None and i + 1 == len(inside):
             cut = body.find("<answer>", match.end())
@@ -151,7 +142,13 @@ def parse_trace(text: str, *, max_chars: int = DEFAULT_MAX_CHARS) -> Trace:
 
     derivation = None
     if slots.get("DERIVATION"):
-        lines = [_BULLET_RE.sub("", line).strip() for line in slots["DERIVATION"].splitlines()]
+        # _BULLET_RE is anchored at the start (no MULTILINE): one match at most, so slicing it off
+        # equals re.sub
+        bullet = _BULLET_RE.match
+        lines = [
+            (line[m.end() :] if (m := bullet(line)) else line).strip()
+            for line in slots["DERIVATION"].splitlines()
+        ]
         derivation = tuple(line for line in lines if line) or None
     return Trace(
         graph=slots.get("GRAPH") or None,

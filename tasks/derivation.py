@@ -87,6 +87,7 @@ __all__ = [
     "Claim",
     "DerivationReport",
     "check_derivation",
+    "derivation_context",
     "parse_claim",
     "parse_claims",
 ]
@@ -221,9 +222,33 @@ def parse_claim(line: str, number: int = 0) -> Claim | None:
     """
     if len(line) > MAX_LINE_CHARS:
         return None
+    if type(number) is int:  # Claims are frozen (immutable args too), so one object can be shared
+        return _claim_at(line, number)
+    parsed = _parse_line(line)
+    return None if parsed is None else Claim(parsed[0], number, parsed[1], parsed[2])
+
+
+@functools.lru_cache(maxsize=16_384)
+def _claim_at(line: str, number: int) -> Claim | None:
+    parsed = _parse_line(line)
+    return None if parsed is None else Claim(parsed[0], number, parsed[1], parsed[2])
+
+
+@functools.lru_cache(maxsize=8_192)
+def _parse_line(line: str) -> tuple[str, str, tuple] | None:
+    """``(kind, normalised text, args)`` of a claim line (at most MAX_LINE_CHARS), or ``None`` for prose."""
     text = " ".join(line.split(";", 1)[0].split())  # one space between words: no backtracking on runs
     if not text:
         return None
+    parsed = _parse_claim_text(text)
+    return None if parsed is None else (parsed[0], text, parsed[1])
+
+
+# Parsing depends only on the normalised line; the G completions of a prompt repeat lines a lot.
+# Safe to share: the result is a (kind, args) tuple of str/frozenset/Path/float (all immutable),
+# and the key is the text itself. Lines are at most MAX_LINE_CHARS, so the cache is bounded.
+@functools.lru_cache(maxsize=16_384)
+def _parse_claim_text(text: str) -> tuple[str, tuple] | None:
     low = text.lower()
     if "path" in low:
         m = _PATH_STATUS_RE.match(text)
@@ -234,29 +259,29 @@ def parse_claim(line: str, number: int = 0) -> Claim | None:
             )
             prefix = (m.group("kind") or "").strip().lower().replace("back-door", "backdoor")
             if path is None or given is None:
-                return Claim("malformed", number, text, (f"unreadable path or set in {text[:60]!r}",))
-            return Claim("path", number, text, (path, status, given, prefix))
+                return ("malformed", (f"unreadable path or set in {text[:60]!r}",))
+            return ("path", (path, status, given, prefix))
         m = _NO_PATH_RE.match(text)
         if m:
             prefix = (m.group("kind") or "").strip().lower().replace("back-door", "backdoor")
-            return Claim("no_path", number, text, (m.group("a"), m.group("b"), prefix))
+            return ("no_path", (m.group("a"), m.group("b"), prefix))
         m = _DIRECTED_RE.match(text)
         if m:
             path = _path(m.group("path"))
             if path is None:
-                return Claim("malformed", number, text, (f"unreadable path in {text[:60]!r}",))
-            return Claim("directed", number, text, (path,))
+                return ("malformed", (f"unreadable path in {text[:60]!r}",))
+            return ("directed", (path,))
     if "descendant" in low:
         m = _DESCENDANT_RE.match(text)
         if m:
-            return Claim("descendant", number, text, (m.group("a"), m.group("b"), not m.group("neg")))
+            return ("descendant", (m.group("a"), m.group("b"), not m.group("neg")))
     if "descendants" in low or "parents" in low:
         m = _FAMILY_RE.match(text)
         if m:
             members = parse_node_set(m.group("set"))
             if members is None:
-                return Claim("malformed", number, text, (f"unreadable set in {text[:60]!r}",))
-            return Claim("family", number, text, (m.group("rel").lower(), m.group("a"), members))
+                return ("malformed", (f"unreadable set in {text[:60]!r}",))
+            return ("family", (m.group("rel").lower(), m.group("a"), members))
     if "separated" in low:
         m = _SEPARATION_RE.match(text)
         if m:
@@ -266,22 +291,22 @@ def parse_claim(line: str, number: int = 0) -> Claim | None:
                 parse_node_set(m.group("given")),
             )
             if a is None or b is None or given is None:
-                return Claim("malformed", number, text, (f"unreadable set in {text[:60]!r}",))
-            return Claim("separation", number, text, (a, b, given, not m.group("neg")))
+                return ("malformed", (f"unreadable set in {text[:60]!r}",))
+            return ("separation", (a, b, given, not m.group("neg")))
     if "cycle" in low:
         m = _CYCLE_RE.match(text)
         if m:
             path = _path(m.group("path"))
             if path is None:
-                return Claim("malformed", number, text, (f"unreadable cycle in {text[:60]!r}",))
-            return Claim("cycle", number, text, (path,))
+                return ("malformed", (f"unreadable cycle in {text[:60]!r}",))
+            return ("cycle", (path,))
     if low.startswith("edge") or low.split(" ", 1)[-1].startswith("edge"):
         m = _EDGE_RE.match(text)
         if m:
             path = _path(m.group("path"))
             if path is None or len(path.nodes) != 2:
-                return Claim("malformed", number, text, (f"an edge joins two nodes: {text[:60]!r}",))
-            return Claim("edge", number, text, (path,))
+                return ("malformed", (f"an edge joins two nodes: {text[:60]!r}",))
+            return ("edge", (path,))
     if "P(" in text:
         m = _PROB_RE.match(text)
         if m:
@@ -289,15 +314,15 @@ def parse_claim(line: str, number: int = 0) -> Claim | None:
             cond = _assignments(m.group("cond")) if m.group("cond") is not None else ()
             value = float(m.group("value"))
             if target is None or cond is None or not math.isfinite(value):
-                return Claim("malformed", number, text, (f"unreadable probability in {text[:60]!r}",))
-            return Claim("prob", number, text, (target, cond, value))
+                return ("malformed", (f"unreadable probability in {text[:60]!r}",))
+            return ("prob", (target, cond, value))
     if "ψ" in text or "psi" in low or "ate" in low:
         m = _PSI_RE.match(text)
         if m:
             value = float(m.group("value"))
             if not math.isfinite(value):
-                return Claim("malformed", number, text, ("ψ is not a finite number",))
-            return Claim("psi", number, text, (value,))
+                return ("malformed", ("ψ is not a finite number",))
+            return ("psi", (value,))
     return None
 
 
@@ -321,6 +346,10 @@ class _Context:
         self.graph, self.cpts, self.query = graph, cpts, query
         self._desc: dict[str, frozenset[str]] = {}
         self._joints: dict[tuple[str, ...], Any] = {}
+        # claim text -> why it is false (None: true). A claim's truth depends only on its text (which
+        # determines its kind and args) and on this context, so a context reused for the G
+        # completions of one problem (:func:`derivation_context`) checks each distinct line once.
+        self._truth: dict[str, str | None] = {}
 
     @functools.cached_property
     def table(self) -> dict | None:
@@ -338,6 +367,38 @@ class _Context:
         if v not in self._desc:
             self._desc[v] = self.graph.descendants(v)
         return self._desc[v]
+
+
+_MAX_TRUTHS = 512  # distinct claim lines remembered per context (then the memo starts over)
+_MAX_TRUTH_KEY = 300  # longer lines are checked without memoising: <= ~0.3 MB per context
+
+
+def derivation_context(
+    graph: CausalGraph, cpts: Mapping[str, Any] | None, query: Mapping[str, Any]
+) -> _Context:
+    """A reusable checking context for many derivations on one problem (pass it to :func:`check_derivation`).
+
+    It remembers descendant sets, CPT marginals and the verdict on each distinct claim line. The
+    graph is immutable; ``cpts`` and ``query`` must not be mutated while the context is in use (the
+    prepared CALVER problem that owns it never does).
+    """
+    return _Context(graph, cpts, query)
+
+
+def _claim_verdict(ctx: _Context, claim: Claim) -> str | None:
+    """:func:`_claim_problem` with the error handling of :func:`check_derivation`, memoised per context."""
+    key = claim.text
+    if key in ctx._truth:
+        return ctx._truth[key]
+    try:
+        why = _claim_problem(ctx, claim)
+    except (ValueError, KeyError, IndexError) as exc:  # a claim the graph functions reject
+        why = f"cannot be checked: {str(exc)[:100]}"
+    if len(key) <= _MAX_TRUTH_KEY:
+        if len(ctx._truth) >= _MAX_TRUTHS:
+            ctx._truth.clear()
+        ctx._truth[key] = why
+    return why
 
 
 def _unknown(ctx: _Context, nodes: Iterable[str]) -> str | None:
@@ -494,19 +555,28 @@ def _oriented(path: Path, x: str) -> Path:
 
 
 def _required_paths(g: CausalGraph, pairs: Iterable[tuple[str, str]], first: tuple[str, ...], cap: int,
-                    marks: tuple[str, ...] = ("->", "<-", "<->")) -> tuple[list[Path], bool]:  # fmt: skip
+                    marks: tuple[str, ...] = ("->", "<-", "<->")) -> tuple[tuple[Path, ...], bool]:  # fmt: skip
     """Paths between the pairs (up to cap + 1) and whether that is all of them."""
+    return _required_paths_cached(g, g.nodes, tuple(pairs), tuple(first), cap, tuple(marks))
+
+
+# Depends only on the graph's content (CausalGraph is immutable and hashes by content; its node
+# order, which fixes the search order, is part of the key) and on hashable arguments. The result
+# is a tuple of immutable Paths, so sharing it is safe. Bounded.
+@functools.lru_cache(maxsize=4_096)
+def _required_paths_cached(g: CausalGraph, nodes: tuple[str, ...], pairs: tuple[tuple[str, str], ...],
+                           first: tuple[str, ...], cap: int, marks: tuple[str, ...]) -> tuple[tuple[Path, ...], bool]:  # fmt: skip
     found: list[Path] = []
     for x, y in pairs:
         for p in C.simple_paths(g, x, y, first_marks=first, marks=marks, limit=cap + 1 - len(found)):
             found.append(p)
         if len(found) > cap:
-            return found, False
-    return found, True
+            return tuple(found), False
+    return tuple(found), True
 
 
 def _require_paths(
-    claimed: set[Path], required: list[Path], complete: bool, cap: int, what: str, given: frozenset[str]
+    claimed: set[Path], required: Sequence[Path], complete: bool, cap: int, what: str, given: frozenset[str]
 ) -> str | None:
     """All required paths claimed; with more than ``cap`` of them, ``cap`` distinct claimed ones."""
     if complete:
@@ -734,6 +804,7 @@ def check_derivation(
     *,
     ate_set: frozenset[str] | None = None,
     max_paths: int = DEFAULT_MAX_PATHS,
+    context: _Context | None = None,
 ) -> DerivationReport:
     """Parse DERIVATION's claims, check each on ``graph``, and check that they certify ``value``.
 
@@ -746,6 +817,8 @@ def check_derivation(
         cpts: the problem's CPTs (``ate``).
         ate_set: the adjustment set RESULT names (``ate``).
         max_paths: the path cap (module docstring).
+        context: a :func:`derivation_context` for these ``graph``, ``cpts`` and ``query`` (the same
+            objects), shared across calls to check repeated claims once; otherwise ignored.
 
     Returns:
         A :class:`DerivationReport`; ``passed`` is the check's verdict. Never raises on model output.
@@ -753,12 +826,12 @@ def check_derivation(
     report = DerivationReport(claims=parse_claims(list(lines or ())))
     if not report.claims:
         return report
-    ctx = _Context(graph, cpts, query)
+    if context is not None and context.graph is graph and context.cpts is cpts and context.query is query:
+        ctx = context
+    else:  # no context, or one made for other inputs: a fresh one
+        ctx = _Context(graph, cpts, query)
     for claim in report.claims:
-        try:
-            why = _claim_problem(ctx, claim)
-        except (ValueError, KeyError, IndexError) as exc:  # a claim the graph functions reject
-            why = f"cannot be checked: {str(exc)[:100]}"
+        why = _claim_verdict(ctx, claim)
         if why:
             report.false.append((claim.line, why))
     if report.false:

@@ -120,6 +120,7 @@ __all__ = [
     "kk_cot_correct",
     "kk_oracle_answer",
     "kk_prompt_instructions",
+    "kk_puzzle",
     "kk_score_answer",
     "normalize_statement",
     "parse_kk_assignment",
@@ -539,10 +540,57 @@ class KKPuzzle:
     def _roles(self) -> dict[str, bool]:
         return {"knight": True, "knave": False, self.knight: True, self.knave: False}
 
+    @functools.cached_property
+    def _memo(self) -> dict:
+        """Results of pure text checks against this puzzle (see :func:`_memoised`)."""
+        return {}
+
+
+_MEMO_ENTRIES = 512  # per puzzle (G completions' distinct lines); then the memo starts over
+_MEMO_KEY_CHARS = 300  # longer texts are checked without memoising: <= ~0.3 MB per puzzle
+
+
+def _memoised(puzzle: KKPuzzle, key: tuple, text: str | None, compute: Any, *args: Any) -> Any:
+    """``compute(*args)``, remembered on the puzzle under ``key``.
+
+    Only for pure functions of the (frozen) puzzle and ``key`` (the text they read, plus any
+    settings) whose results are immutable (tuples, ints, strings, floats), so the G completions of
+    a prompt parse each repeated line once and no caller can alter a stored value. A call that
+    raises is not remembered.
+    """
+    memo = puzzle._memo
+    if key in memo:
+        return memo[key]
+    value = compute(*args)
+    if text is None or len(text) <= _MEMO_KEY_CHARS:
+        if len(memo) >= _MEMO_ENTRIES:
+            memo.clear()
+        memo[key] = value
+    return value
+
 
 @functools.lru_cache(maxsize=1024)
 def _puzzle_from_json(text: str) -> KKPuzzle:
     return KKPuzzle.from_metadata(text)
+
+
+def kk_puzzle(metadata: Any) -> KKPuzzle:
+    """The validated puzzle of ``metadata`` (see :meth:`KKPuzzle.from_metadata`), shared by equal metadata.
+
+    Dict metadata is keyed by its canonical JSON (sorted keys), so every checker built for one
+    puzzle gets the same :class:`KKPuzzle` and the memo it carries. The puzzle is frozen; the cache
+    is bounded (1,024 puzzles).
+
+    Raises:
+        ValueError: malformed metadata.
+    """
+    if isinstance(metadata, Mapping):
+        try:
+            text = json.dumps(metadata, sort_keys=True)
+        except (TypeError, ValueError):  # not JSON-shaped: build it directly
+            return KKPuzzle.from_metadata(metadata)
+        return _puzzle_from_json(text)
+    return _puzzle(metadata)
 
 
 def _puzzle(metadata: Any) -> KKPuzzle:
@@ -591,7 +639,12 @@ def kk_score_answer(answer: str | None, metadata: Any, assignment: Sequence[bool
     if not isinstance(answer, str) or not answer or len(answer) > MAX_ANSWER_CHARS:
         return 0.0
     puzzle = _puzzle(metadata)
-    entry = {"answer": kk_oracle_answer(puzzle, assignment)}
+    roles = None if assignment is None else tuple(bool(x) for x in assignment)
+    return _memoised(puzzle, ("score", answer, roles), answer, _score_answer, answer, puzzle, roles)
+
+
+def _score_answer(answer: str, puzzle: KKPuzzle, roles: Assignment | None) -> float:
+    entry = {"answer": kk_oracle_answer(puzzle, roles)}
     try:
         return float(_rg_score_answer()(answer, entry))
     except Exception:  # reasoning-gym's scorer is model-facing; never let it raise here
@@ -879,7 +932,7 @@ def parse_kk_trace(text: Any, *, max_chars: int = MAX_TRACE_CHARS) -> KKTrace:
     current: list[str] | None = None
     collected: dict[str, list[str]] = {}
     for line in lines:
-        match = _SLOT_RE.match(line)
+        match = _SLOT_RE.match(line) if ":" in line else None  # a header has a colon
         if match:
             name = match.group(1).upper()
             if name in collected:
@@ -927,7 +980,10 @@ def _parse_statements(body: str, puzzle: KKPuzzle) -> tuple[dict[int, Statement]
         if index in restated:
             errors.append(f"{puzzle.names[index]}'s claim is restated twice")
             continue
-        statement, reason = parse_kk_formula(match.group(2), puzzle)
+        formula = match.group(2)
+        statement, reason = _memoised(
+            puzzle, ("formula", formula), formula, parse_kk_formula, formula, puzzle
+        )
         if statement is None:
             errors.append(f"{puzzle.names[index]}: {reason}")
             continue
@@ -1066,6 +1122,12 @@ def _parse_claim(line: str, puzzle: KKPuzzle) -> tuple[KKClaim | None, str | Non
             return None, f"claim line longer than {MAX_CLAIM_LINE_CHARS} characters"
         return None, None
     body = line[start:].rstrip(" \t.!;")
+    # the rest reads only body (lead and bullets stripped): memoised per puzzle, so the G traces of a
+    # prompt, which repeat claims under different bullets and labels, parse each claim once
+    return _memoised(puzzle, ("claim", body), body, _parse_claim_body, body, puzzle)
+
+
+def _parse_claim_body(body: str, puzzle: KKPuzzle) -> tuple[KKClaim | None, str | None]:
     if _ASSIGN_START_RE.match(body):
         match = _ASSIGN_CLAIM_RE.fullmatch(body)
         if not match:
@@ -1204,7 +1266,8 @@ def _certify(body: str, puzzle: KKPuzzle) -> tuple[int | None, str | None]:
     seen: set[tuple] = set()
     n_claims = 0
     for line in body.splitlines():
-        claim, why = _parse_claim(line, puzzle)
+        # the G traces of a prompt repeat whole lines too: skip even the lead-word pattern for them
+        claim, why = _memoised(puzzle, ("line", line), line, _parse_claim, line, puzzle)
         if why:
             return None, why
         if claim is None:
@@ -1282,6 +1345,7 @@ _STRATEGY_RE = re.compile(
 )
 # Derivation tokens: words plus the punctuation of role references ("Name=role", "role(Name)").
 _DERIVATION_TOKEN_RE = re.compile(r"\w+|[=()]")
+_ASCII_TOKEN_RE = re.compile(r"\w+|[=()]", re.ASCII)  # the same tokens on ASCII text, faster
 _ROLE_SET = frozenset(_ROLE_WORDS)
 
 
@@ -1345,6 +1409,17 @@ def _describe(assignment: Assignment, puzzle: KKPuzzle) -> str:
     return ", ".join(f"{n}={puzzle.role_word(r, generic=True)}" for n, r in zip(puzzle.names, assignment))
 
 
+def _tokenize_line(line: str) -> tuple[str, ...]:
+    """Casefolded derivation tokens of one line (words and ``=``, ``(``, ``)``)."""
+    if line.isascii():  # ASCII casefolding is lower(), which keeps every token's boundaries: one pass
+        return tuple(_ASCII_TOKEN_RE.findall(line.lower()))
+    return tuple(t.casefold() for t in _DERIVATION_TOKEN_RE.findall(line))
+
+
+# keyed by the line text, immutable tuples; bounded (lines over _MEMO_KEY_CHARS are not cached)
+_line_tokens = functools.lru_cache(maxsize=16_384)(_tokenize_line)
+
+
 def _check_derivation(
     body: str, puzzle: KKPuzzle, assignment: Assignment | None, answer: str | None
 ) -> str | None:
@@ -1355,11 +1430,14 @@ def _check_derivation(
     ASSIGNMENT, the ``<answer>``). Role references in prose (``Name=role``, ``role(Name)``) must
     name the puzzle's people and roles too.
     """
-    # One tokenizing pass; role references are found by looking around each role word.
-    tokens = [t.casefold() for t in _DERIVATION_TOKEN_RE.findall(body)]
-    for k, token in enumerate(tokens):
-        if token not in _ROLE_SET:
-            continue
+    # One tokenizing pass; role references are found by looking around each role word. No token
+    # spans a line break, so the body's tokens are its lines' tokens, in order (lines repeat a lot).
+    tokens: list[str] = []
+    for line in body.splitlines():
+        tokens.extend(_line_tokens(line) if len(line) <= _MEMO_KEY_CHARS else _tokenize_line(line))
+    # visit only the role words (picked out at C speed: most tokens are not role words)
+    for k in itertools.compress(range(len(tokens)), map(_ROLE_SET.__contains__, tokens)):
+        token = tokens[k]
         names = []
         if k >= 2 and tokens[k - 1] == "=" and tokens[k - 2] not in "=()":
             names.append(tokens[k - 2])
@@ -1429,7 +1507,10 @@ def check_kk_trace(text: Any, metadata: Any, *, max_chars: int = MAX_TRACE_CHARS
     restated_tables: list[int] | None = None
     if why is None:
         full = (1 << (1 << puzzle.n_people)) - 1
-        restated_tables = [_table(restated[i], puzzle.n_people, full) for i in range(puzzle.n_people)]
+        restated_tables = [
+            _memoised(puzzle, ("table", restated[i]), None, _table, restated[i], puzzle.n_people, full)
+            for i in range(puzzle.n_people)
+        ]
         for i, (mine, gold) in enumerate(zip(restated_tables, puzzle.tables)):
             if mine != gold:
                 witness = _assignment_of(((mine ^ gold) & -(mine ^ gold)).bit_length() - 1, puzzle.n_people)
@@ -1451,7 +1532,7 @@ def check_kk_trace(text: Any, metadata: Any, *, max_chars: int = MAX_TRACE_CHARS
     body, why = _slot(trace, "ASSIGNMENT")
     assignment = None
     if body is not None:
-        assignment, why = parse_kk_assignment(body, puzzle)
+        assignment, why = _memoised(puzzle, ("assignment", body), body, parse_kk_assignment, body, puzzle)
     result.assignment = assignment
     derivation, derivation_why = _slot(trace, "DERIVATION")
     if derivation is not None:

@@ -57,6 +57,7 @@ Queries are restated in traces as ``kind(field=value, ...)`` (see :func:`format_
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import math
@@ -508,6 +509,8 @@ class QueryKind:
             >>> QUERY_KINDS["backdoor_set"].parse_answer("{'U'}")
             frozenset({'U'})
         """
+        if isinstance(text, str) and len(text) <= _MEMO_TEXT_CHARS:
+            return _parse_answer_text(self.answer_type, text)
         return _PARSERS[self.answer_type](text)
 
     def format_answer(self, value: Any) -> str:
@@ -544,6 +547,10 @@ class QueryKind:
             ValueError: the *query* (or graph kind, or CPTs) is malformed.
         """
         self.check_query(graph, query, cpts)
+        return self._valid_checked(graph, query, value, cpts)
+
+    def _valid_checked(self, graph: CausalGraph, query: Mapping, value: Any, cpts: Mapping | None) -> bool:
+        """:meth:`is_valid` for a query that :meth:`check_query` already accepted on this graph and CPTs."""
         if value is None:
             return False
         if self.answer_type in ("set", "cycle") and not set(value) <= graph.node_set:
@@ -977,12 +984,62 @@ def grade_answer(problem: Mapping | str, answer_text: Any) -> bool:
         (True, False, False)
     """
     try:
-        graph, query, cpts = load_problem(problem)
+        span = _answer_span(answer_text)
+    except Exception:  # never raise on model output
+        return False
+    if isinstance(problem, str) and isinstance(span, str) and len(span) <= _MEMO_TEXT_CHARS:
+        return _grade_text(problem, span)
+    return _grade(problem, span)
+
+
+def _grade(problem: Mapping | str, span: Any) -> bool:
+    try:
+        graph, query, cpts = (
+            _load_problem_text(problem) if isinstance(problem, str) else load_problem(problem)
+        )
         kind = QUERY_KINDS[query["kind"]]
-        value = kind.parse_answer(_answer_span(answer_text))
-        return value is not None and kind.is_valid(graph, query, value, cpts)
+        value = kind.parse_answer(span)
+        if value is None:
+            return False
+        if isinstance(problem, str):  # answers written differently often parse to the same value
+            return _valid_value(problem, value)
+        return kind.is_valid(graph, query, value, cpts)
     except Exception:  # grading must never raise on model output or a bad row
         return False
+
+
+# Memos keyed by content (problem JSON text, answer text): grading is a pure function of the two,
+# and the G samples of a prompt share the problem and repeat answers. Results are immutable (bool,
+# frozenset, tuple, str); the loaded problem below is only read by the graders in this module.
+# All bounded: answers longer than _MEMO_TEXT_CHARS are not memoised.
+_MEMO_TEXT_CHARS = 512
+
+
+@functools.lru_cache(maxsize=8_192)
+def _grade_text(problem: str, span: str) -> bool:
+    return _grade(problem, span)
+
+
+@functools.lru_cache(maxsize=8_192)
+def _valid_value(problem: str, value: Any) -> bool:
+    # parsed values are immutable and hashable (frozenset, bool, str, tuple); bounded by the answer cap
+    graph, query, cpts = _load_problem_text(problem)  # load_problem ran check_query on exactly these
+    return QUERY_KINDS[query["kind"]]._valid_checked(graph, query, value, cpts)
+
+
+@functools.lru_cache(maxsize=512)
+def _load_problem_text(problem: str) -> tuple[CausalGraph, dict, dict | None]:
+    return load_problem(problem)
+
+
+@functools.lru_cache(maxsize=512)
+def _kind_of_text(problem: str) -> QueryKind | None:
+    return QUERY_KINDS.get(json.loads(problem)["query"]["kind"])
+
+
+@functools.lru_cache(maxsize=8_192)
+def _parse_answer_text(answer_type: str, text: str) -> Any:
+    return _PARSERS[answer_type](text)
 
 
 def normalize_answer(problem: Mapping | str, answer_text: Any) -> str | None:
@@ -997,9 +1054,9 @@ def normalize_answer(problem: Mapping | str, answer_text: Any) -> str | None:
         ('{A1, B2}', '{}', None)
     """
     try:
-        if isinstance(problem, str):
-            problem = json.loads(problem)
-        kind = QUERY_KINDS.get(problem["query"]["kind"])
+        kind = (
+            _kind_of_text(problem) if isinstance(problem, str) else QUERY_KINDS.get(problem["query"]["kind"])
+        )
         if kind is None:
             return None
         value = kind.parse_answer(_answer_span(answer_text))

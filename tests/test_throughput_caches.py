@@ -1,0 +1,118 @@
+"""The evaluator's memos (issue 15) change speed only: no cached value leaks between completions,
+problems or callers, and every memo stays bounded.
+
+Each test fails if a cache is keyed or shared wrongly (by object identity of a mutable input, by a
+line number, or by handing out a stored mutable object).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+
+from faithgrpo.rewards import calver
+from faithgrpo.rewards.calver import prepare_problem, score_trace
+from faithgrpo.tasks import knights_knaves as kk
+from faithgrpo.tasks.derivation import check_derivation, derivation_context, parse_claim
+from faithgrpo.tasks.graph import parse_graph
+from faithgrpo.tasks.queries import grade_answer, normalize_answer
+
+PROBLEM = {
+    "graph": {
+        "type": "DAG",
+        "nodes": ["W", "U", "X", "M", "Y"],
+        "directed": [["W", "U"], ["U", "X"], ["U", "Y"], ["X", "M"], ["M", "Y"]],
+    },
+    "query": {"kind": "backdoor_set", "treatment": "X", "outcome": "Y"},
+}
+
+
+def trace(result: str = "{U}", graph: str = "W -> U; U -> X; U -> Y; X -> M; M -> Y") -> str:
+    return (
+        f"<think>\nGRAPH: {graph}\nQUERY: backdoor_set(treatment=X, outcome=Y)\n"
+        "STRATEGY: backdoor criterion\nDERIVATION:\n- U is not a descendant of X\n"
+        f"- backdoor path X <- U -> Y is blocked given {{U}}\nRESULT: {result}\n</think>\n"
+        f"<answer>{result}</answer>"
+    )
+
+
+def test_memoised_scores_equal_fresh_scores_in_any_order():
+    texts = [trace(), trace("{M}"), trace(graph="W -> U; U -> X; X -> Y"), trace("{U, W}"), trace()]
+    fresh = [score_trace(t, copy.deepcopy(PROBLEM)).as_dict() for t in texts]
+    prepared = prepare_problem(copy.deepcopy(PROBLEM))
+    assert [score_trace(t, prepared).as_dict() for t in texts] == fresh
+    assert [score_trace(t, prepared).as_dict() for t in reversed(texts)] == fresh[::-1]
+    assert fresh[0]["total"] == 6 and fresh[1]["total"] < 6 and fresh[2]["graph"] is False
+
+
+def test_a_caller_mutating_a_score_does_not_change_the_next_one():
+    prepared = prepare_problem(json.dumps(PROBLEM))
+    first = score_trace(trace("{M}"), prepared)
+    expected = dict(first.reasons)
+    first.reasons.clear()
+    first.reasons["graph"] = "tampered"
+    again = score_trace(trace("{M}"), json.dumps(PROBLEM))
+    assert again.reasons == expected and "tampered" not in again.reasons.values()
+
+
+def test_problem_memo_is_bounded_and_skips_long_slots():
+    prepared = prepare_problem(copy.deepcopy(PROBLEM))
+    for i in range(calver._MEMO_ENTRIES + 50):
+        score_trace(trace(graph=f"W -> U; U -> X; U -> Y; X -> M; M -> Y; Q{i}"), prepared)
+    assert 0 < len(prepared._memo) <= calver._MEMO_ENTRIES
+    long_graph = "; ".join(["W -> U"] * 300)  # over _MEMO_KEY_CHARS
+    assert len(long_graph) > calver._MEMO_KEY_CHARS
+    score_trace(trace(graph=long_graph), prepared)
+    assert not any(long_graph in key for key in prepared._memo if isinstance(key, tuple))
+
+
+def test_parsed_claims_keep_their_own_line_numbers():
+    line = "backdoor path X <- U -> Y is blocked given {U}"
+    assert parse_claim(line, 1).line == 1
+    assert parse_claim(line, 7).line == 7
+    assert parse_claim("  " + line + " ; a comment", 3).text == line
+
+
+def test_a_derivation_context_for_another_graph_is_ignored():
+    g1 = parse_graph("W -> U; U -> X; U -> Y; X -> M; M -> Y", "DAG")
+    g2 = parse_graph("W -> U; U -> X; X -> M; M -> Y", "DAG")  # no U -> Y: the path does not exist
+    query = dict(PROBLEM["query"])
+    lines = ["U is not a descendant of X", "backdoor path X <- U -> Y is blocked given {U}"]
+    context = derivation_context(g1, None, query)
+    assert check_derivation(lines, "backdoor_set", query, frozenset({"U"}), g1, context=context).passed
+    on_g2 = check_derivation(lines, "backdoor_set", query, frozenset({"U"}), g2, context=context)
+    assert not on_g2.passed and on_g2.false  # the verdicts remembered for g1 were not reused
+    assert on_g2.false == check_derivation(lines, "backdoor_set", query, frozenset({"U"}), g2).false
+
+
+def test_grading_follows_the_problem_content_not_its_identity():
+    problem = copy.deepcopy(PROBLEM)
+    assert grade_answer(problem, "{U}") is True
+    problem["graph"]["directed"].remove(["U", "Y"])  # the same dict, new content: {} now suffices
+    assert grade_answer(problem, "{}") is True
+    text = json.dumps(PROBLEM)
+    assert grade_answer(text, "{U}") is True and grade_answer(text, "{}") is False
+    assert grade_answer(json.dumps(problem), "{}") is True
+    assert normalize_answer(text, "{ U }") == "{U}"
+
+
+META = {
+    "names": ["Ava", "Noah"],
+    "statements": [["and", ["lying", 0], ["lying", 1]], ["lying", 0]],
+    "solution": [False, True],
+}
+
+
+def test_kk_puzzles_are_shared_by_content_and_checks_do_not_leak():
+    puzzle = kk.kk_puzzle(copy.deepcopy(META))
+    assert kk.kk_puzzle(json.loads(json.dumps(META))) is puzzle
+    other = dict(META, solution=[False, True], names=["Ava", "Liam"])
+    assert kk.kk_puzzle(other) is not puzzle
+    gold = kk.gold_kk_trace(META, 0)
+    bad = gold.replace("<answer>", "<answer>Ava is a knight. ").split("ASSIGNMENT")[0]
+    fresh = [kk.check_kk_trace(t, copy.deepcopy(META)).as_dict() for t in (gold, bad, gold)]
+    first = kk.check_kk_trace(bad, puzzle)
+    first.reasons.append("tampered")
+    assert [kk.check_kk_trace(t, puzzle).as_dict() for t in (gold, bad, gold)] == fresh
+    assert fresh[0]["total"] == 6 and fresh[1]["total"] < 6
+    assert len(puzzle._memo) <= kk._MEMO_ENTRIES

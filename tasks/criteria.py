@@ -990,9 +990,11 @@ def _joint(table: dict, targets: list[str], drop: str | None = None) -> np.ndarr
             stack.extend(table[v][0])
     if len(closure) > MAX_ATE_VARIABLES:
         raise ValueError(f"ATE needs {len(closure)} variables, over the cap of {MAX_ATE_VARIABLES}")
-    label = {v: i for i, v in enumerate(sorted(closure, key=node_sort_key))}
+    order = sorted(closure, key=node_sort_key)
+    label = {v: i for i, v in enumerate(order)}
     operands: list[Any] = []
-    for v in closure:
+    # A fixed factor order: einsum's float sums depend on it, and set order varies with PYTHONHASHSEED.
+    for v in order:
         if v == drop:
             continue
         parents, probs = table[v]

@@ -144,6 +144,7 @@ def cached_generate(
     progress: bool = True,
     check_prompts: bool = True,
     backend: str = "transformers",
+    engine: str = "auto",
 ) -> tuple[list[CompletionRecord], dict[str, Any]]:
     """Reuse the cache at ``path`` when it holds exactly these prompts with these settings; generate otherwise.
 
@@ -159,6 +160,9 @@ def cached_generate(
         check_prompts: also require the cached prompt texts to equal ``prompts`` (default; an edited
             prompt keeps its id, so ids alone would reuse stale completions).
         backend: the generation backend (``"transformers"`` or ``"vllm"``); part of the cache key.
+        engine: the transformers backend's engine (``"auto"``, ``"decode"`` or ``"generate"``, see
+            `generate_completions`); recorded in the settings but not part of the cache key (both
+            sample the same distribution).
 
     Returns:
         ``(records, stats)``: the records in ``ids`` order, and ``{"cached": bool, "completions",
@@ -188,8 +192,18 @@ def cached_generate(
     from faithgrpo.eval import generation  # late: generation re-exports this module's names
 
     model, tokenizer = load()
+    # Only a chosen engine is passed on: stand-ins for generate_completions need not know the keyword.
+    chosen = {} if engine == "auto" else {"engine": engine}
     records, stats = generation.generate_completions(
-        model, tokenizer, prompts, settings, ids=ids, metadata=metadata, progress=progress, backend=backend
+        model,
+        tokenizer,
+        prompts,
+        settings,
+        ids=ids,
+        metadata=metadata,
+        progress=progress,
+        backend=backend,
+        **chosen,
     )
     write_completions(path, records)
     return records, {"cached": False, **stats.to_dict()}

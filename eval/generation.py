@@ -4,8 +4,11 @@ A checkpoint is a base model (``"embedded"``, a local directory or a hub id, res
 `faithgrpo.models.resolve`) plus an optional LoRA adapter directory, the thing the GRPO recipe
 saves. Two backends:
 
-- ``"transformers"`` (default, always available): ``model.generate`` in batches of prompts × samples,
-  left padding, chat template applied to conversational prompts, seeded per batch.
+- ``"transformers"`` (default, always available), chat template applied to conversational
+  prompts, with two engines: ``"decode"`` (`faithgrpo.eval.decoding`, Llama/Qwen2 models: shared
+  prompt prefill, finished rows replaced at once, each completion seeded on its own) and
+  ``"generate"`` (``model.generate`` in batches of prompts × samples, left padding, seeded per
+  batch; every other model). ``engine="auto"`` (default) picks ``"decode"`` where it applies.
 - ``"vllm"`` (optional): used when the ``vllm`` package is importable (``pip install
   'faithgrpo[vllm]'``; it is not installed on CPU-only machines). Seeds go through vLLM's
   per-request seed, so its samples differ from the transformers backend's for the same seed.
@@ -55,6 +58,9 @@ __all__ = [
 ]
 
 BACKENDS = ("transformers", "vllm")
+# Engines of the transformers backend: "decode" is the small sampling loop of `faithgrpo.eval.decoding`
+# (Llama/Qwen2 models), "generate" is ``model.generate``; "auto" takes "decode" where it applies.
+ENGINES = ("auto", "decode", "generate")
 
 
 class AdapterMismatchError(ValueError):
@@ -96,12 +102,13 @@ class SamplingSettings:
 
 @dataclass(frozen=True)
 class GenerationStats:
-    """Throughput of one generation run."""
+    """Throughput of one generation run (``engine``: the transformers engine that ran, else ``None``)."""
 
     prompts: int
     completions: int
     new_tokens: int
     seconds: float
+    engine: str | None = None
 
     @property
     def tokens_per_second(self) -> float | None:
@@ -330,6 +337,7 @@ def generate_completions(
     backend: str = "transformers",
     metadata: dict[str, Any] | None = None,
     progress: bool = True,
+    engine: str = "auto",
 ) -> tuple[list[CompletionRecord], GenerationStats]:
     """Sample ``settings.num_samples`` completions for every prompt.
 
@@ -342,6 +350,11 @@ def generate_completions(
         backend: ``"transformers"`` or ``"vllm"`` (needs the optional ``vllm`` package).
         metadata: extra fields stored in every record's ``settings`` (e.g. model and adapter names).
         progress: show a tqdm progress bar.
+        engine: for the transformers backend, ``"decode"`` (`faithgrpo.eval.decoding`: the prompt
+            prefilled once, finished rows replaced at once, per-row seeded sampling; Llama/Qwen2 models
+            only), ``"generate"`` (``model.generate``) or ``"auto"`` (decode where it applies). Both
+            sample from the same distribution (temperature, then top-p, as ``generate`` does) but draw
+            different samples for one seed; the engine used is recorded in the settings, not keyed.
 
     Returns:
         ``(records, stats)``: one `CompletionRecord` per prompt, in order, and the throughput.
@@ -362,9 +375,20 @@ def generate_completions(
         raise ValueError(f"got {len(ids)} ids for {len(prompts)} prompts")
     if len(set(ids)) != len(ids):
         raise ValueError("prompt ids must be unique: the cache is keyed by id")
+    if engine not in ENGINES:
+        raise ValueError(f"unknown generation engine {engine!r}; use one of {ENGINES}")
     record_settings = {**asdict(settings), "backend": backend, **(metadata or {})}
     if backend == "vllm":
         return _generate_vllm(model, tokenizer, prompts, settings, ids, record_settings, progress)
+    from faithgrpo.eval import decoding
+
+    why_not = decoding.unsupported_reason(model) if engine != "generate" else "engine='generate'"
+    if engine == "decode" and why_not:
+        raise ValueError(f"the decode engine cannot sample this model: {why_not}; use engine='generate'")
+    if why_not is None and all(_prompt_ids(tokenizer, p) for p in prompts):
+        record_settings["engine"] = "decode"
+        return decoding.generate_decode(model, tokenizer, prompts, settings, ids, record_settings, progress)
+    record_settings["engine"] = "generate"
     return _generate_transformers(model, tokenizer, prompts, settings, ids, record_settings, progress)
 
 
@@ -430,7 +454,7 @@ def _generate_transformers(model, tokenizer, prompts, settings, ids, record_sett
         CompletionRecord(ids[i], prompts[i], texts[i], counts[i], dict(record_settings))
         for i in range(len(prompts))
     ]
-    return records, GenerationStats(len(prompts), len(rows), new_tokens, seconds)
+    return records, GenerationStats(len(prompts), len(rows), new_tokens, seconds, "generate")
 
 
 def _shared_prompt_cache(model, input_ids, attention, prompt_of_row: list[int]) -> dict[str, Any]:

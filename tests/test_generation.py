@@ -93,8 +93,11 @@ def test_shared_prompt_prefill_matches_plain_generation(request, fixture, monkey
     monkeypatch.setattr(generation, "_shared_prompt_cache", spy)
     # G = 3 shares one prefill per prompt; G = 1 has nothing to share and runs plain generate.
     greedy = SamplingSettings(num_samples=3, temperature=0.0, max_new_tokens=8, batch_size=9)
-    shared, _ = generate_completions(model, tokenizer, PROMPTS, greedy, progress=False)
-    plain, _ = generate_completions(model, tokenizer, PROMPTS, replace(greedy, num_samples=1), progress=False)
+    kw = dict(
+        progress=False, engine="generate"
+    )  # the model.generate path (the decode engine prefills its own way)
+    shared, _ = generate_completions(model, tokenizer, PROMPTS, greedy, **kw)
+    plain, _ = generate_completions(model, tokenizer, PROMPTS, replace(greedy, num_samples=1), **kw)
     assert shared_used == [True, False]  # the shared path really ran for G = 3, and only there
     for many, one in zip(shared, plain):
         assert many.completions == one.completions * 3
@@ -408,3 +411,16 @@ def test_vllm_engine_resolves_embedded_and_a_loaded_model(monkeypatch, tiny_llam
     model = AutoModelForCausalLM.from_pretrained(tiny_llama_path)
     vllm_engine(model, enable_lora=True)  # a loaded transformers model: its checkpoint path
     assert built[-1] == (str(tiny_llama_path), True)
+
+
+def test_cached_generate_passes_the_engine_which_is_recorded_not_keyed(tmp_path, tiny_llama):
+    from faithgrpo.eval.generation import cached_generate
+
+    settings = SamplingSettings(num_samples=2, max_new_tokens=3)
+    load = lambda: tiny_llama  # noqa: E731
+    args = (["2 + 2 ="], ["a"], settings, {"model": "tiny"})
+    records, stats = cached_generate(tmp_path / "g.jsonl", load, *args, progress=False, engine="generate")
+    assert records[0].settings["engine"] == "generate" and not stats["cached"]
+    assert cached_generate(tmp_path / "g.jsonl", load, *args, progress=False)[1]["cached"]
+    records, _ = cached_generate(tmp_path / "d.jsonl", load, *args, progress=False)
+    assert records[0].settings["engine"] == "decode"  # auto: the decode loop for a Llama model

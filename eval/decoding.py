@@ -1,0 +1,539 @@
+"""A small sampling loop for Llama-style causal LMs: the ``"decode"`` generation engine.
+
+``model.generate`` spends a CPU decode step on more than the model: its `DynamicCache` concatenates
+every layer's keys and values into new tensors at each step (a copy of the whole cache per token),
+rows that reached end-of-sequence keep being computed until the last row of the batch stops, and
+shared prompts are prefilled with full-vocabulary logits at every prompt position. This loop does
+only what evaluation sampling needs:
+
+- the prompts' common token prefix (the task instructions) is prefilled once for all of them, then
+  each prompt's own tokens once, with logits for the last position only; the prompt's keys and
+  values are copied into the batch slot of each of its G samples;
+- the batch holds ``slots`` sequences in preallocated key/value buffers (one row per sequence, no
+  padding, written in place at each row's own position, attention masked to each row's length);
+- a row that stops (end-of-sequence or budget) hands its slot to the next waiting (prompt, sample)
+  row at once, so the batch stays full; at the tail, finished rows leave the batch;
+- a step issues few operations (q/k/v and gate/up as one matmul each, fused RMS norm, rotary
+  embedding in three operations) and runs with the faster of torch's thread count and one thread,
+  re-measured as it goes (`_Threads`: on a CPU shared with other jobs one thread can be several
+  times faster; results do not depend on the count);
+- each row draws from its own seeded generator, so a completion does not depend on the batch it
+  ran in, and the caller's RNG is never touched.
+
+Sampling keeps ``generate``'s semantics exactly (`next_token_scores`): logits in float32, divided by
+the temperature, then transformers' top-p rule (`TopPLogitsWarper`: drop the smallest tokens whose
+cumulative probability stays within ``1 - top_p``, keep at least one), then ``softmax`` and
+``torch.multinomial``; temperature 0 is greedy ``argmax``. Models the loop does not cover (other
+architectures, unmerged adapters, sliding-window attention, generation configs that add logits
+processors) are reported by `unsupported_reason` and left to ``generate``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from typing import Any
+
+__all__ = [
+    "SUPPORTED_MODELS",
+    "DecodeEngine",
+    "decode_rows",
+    "generate_decode",
+    "next_token_scores",
+    "row_seed",
+    "sample_tokens",
+    "unsupported_reason",
+]
+
+SUPPORTED_MODELS = ("LlamaForCausalLM", "Qwen2ForCausalLM")
+
+# Generation-config fields whose non-neutral values make ``generate`` add a logits processor this
+# loop does not apply; a model whose config sets one is left to ``generate``.
+_NEUTRAL = {
+    **dict.fromkeys(("repetition_penalty", "typical_p", "guidance_scale", "num_beams"), (None, 1)),
+    **dict.fromkeys(("no_repeat_ngram_size", "encoder_no_repeat_ngram_size", "min_length"), (None, 0)),
+    **dict.fromkeys(("min_new_tokens", "epsilon_cutoff", "eta_cutoff"), (None, 0)),
+    **dict.fromkeys(
+        [
+            "bad_words_ids",
+            "forced_bos_token_id",
+            "forced_eos_token_id",
+            "suppress_tokens",
+            "begin_suppress_tokens",
+            "sequence_bias",
+            "min_p",
+            "watermarking_config",
+            "exponential_decay_length_penalty",
+            "penalty_alpha",
+            "dola_layers",
+        ],
+        (None,),
+    ),
+}
+
+
+def unsupported_reason(model) -> str | None:
+    """Why the loop cannot reproduce ``generate`` for ``model``, or ``None`` when it can."""
+    name = type(model).__name__
+    if name not in SUPPORTED_MODELS:
+        return f"{name} is not one of {SUPPORTED_MODELS} (an unmerged adapter wraps the model too)"
+    inner = getattr(model, "model", None)
+    if not all(hasattr(inner, part) for part in ("embed_tokens", "layers", "norm", "rotary_emb")):
+        return f"{name} lacks the usual embed_tokens/layers/norm/rotary_emb modules"
+    parts = {
+        "self_attn": ("q_proj", "k_proj", "v_proj", "o_proj", "head_dim", "scaling"),
+        "mlp": ("gate_proj", "up_proj", "down_proj", "act_fn"),
+        "input_layernorm": ("weight", "variance_epsilon"),
+        "post_attention_layernorm": ("weight", "variance_epsilon"),
+    }
+    for layer in inner.layers:
+        for module, names in parts.items():
+            if not all(hasattr(getattr(layer, module, None), n) for n in names):
+                return f"a decoder layer's {module} is not the usual Llama module"
+        if getattr(layer.self_attn, "sliding_window", None):
+            return "sliding-window attention layers"
+    if not hasattr(inner.norm, "variance_epsilon"):
+        return "the final norm is not an RMS norm"
+    config = getattr(model, "generation_config", None)
+    for key, neutral in _NEUTRAL.items():
+        value = getattr(config, key, None)
+        if value not in neutral:
+            return f"its generation config sets {key}={value!r} (a logits processor the loop does not apply)"
+    return None
+
+
+def row_seed(seed: int, prompt_index: int, sample_index: int) -> int:
+    """The seed of sample ``sample_index`` of prompt ``prompt_index`` (independent of batching)."""
+    text = f"faithgrpo-decode:{int(seed)}:{prompt_index}:{sample_index}"
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little") % (2**63)
+
+
+def next_token_scores(logits, temperature: float, top_p: float):
+    """``generate``'s sampling scores: ``logits / T`` then transformers' top-p filter (``-inf`` = removed).
+
+    Args:
+        logits: ``[rows, vocab]`` next-token logits.
+        temperature: > 0.
+        top_p: nucleus mass in (0, 1]; 1 keeps every token.
+    """
+    import torch
+
+    scores = logits.float() / temperature
+    if top_p < 1.0:
+        sorted_scores, order = torch.sort(scores, descending=False)
+        cumulative = sorted_scores.softmax(dim=-1).cumsum(dim=-1)
+        remove = cumulative <= (1 - top_p)
+        remove[..., -1:] = False  # at least one token stays
+        scores = scores.masked_fill(remove.scatter(1, order, remove), -float("inf"))
+    return scores
+
+
+def sample_tokens(logits, temperature: float, top_p: float, generators: Sequence[Any]) -> list[int]:
+    """One next token per row: greedy at temperature 0, else ``multinomial(softmax(scores))`` with the row's generator."""
+    import torch
+
+    if temperature == 0:
+        return logits.argmax(dim=-1).tolist()
+    probs = next_token_scores(logits, temperature, top_p).softmax(dim=-1)
+    return [int(torch.multinomial(probs[r], 1, generator=g)) for r, g in enumerate(generators)]
+
+
+def _fused(*linears):
+    """One weight (and bias) computing several ``nn.Linear`` layers of the same input in one matmul."""
+    import torch
+
+    weight = torch.cat([m.weight for m in linears])
+    if all(m.bias is None for m in linears):
+        return weight, None
+    biases = [m.bias if m.bias is not None else weight.new_zeros(m.out_features) for m in linears]
+    return weight, torch.cat(biases)
+
+
+class _Block:
+    """One decoder layer's weights, with q/k/v and gate/up fused (fewer, larger matmuls per step)."""
+
+    def __init__(self, layer):
+        attention, mlp = layer.self_attn, layer.mlp
+        self.qkv = _fused(attention.q_proj, attention.k_proj, attention.v_proj)
+        self.out = (attention.o_proj.weight, attention.o_proj.bias)
+        self.gate_up = _fused(mlp.gate_proj, mlp.up_proj)
+        self.down = (mlp.down_proj.weight, mlp.down_proj.bias)
+        self.act = mlp.act_fn
+        self.norms = [
+            (n.weight, n.variance_epsilon) for n in (layer.input_layernorm, layer.post_attention_layernorm)
+        ]
+
+
+class DecodeEngine:
+    """Prefill and batched decode steps of a Llama-style model over preallocated key/value slots.
+
+    Slot ``s`` holds one sequence in ``keys[layer][s, :, :length[s]]`` (no padding). `step` runs
+    slots ``0 .. n-1`` together; `load` puts a prefilled prompt into a slot and `move` copies a slot
+    onto another (to keep the running slots contiguous). The layers are computed from the model's
+    own weights (q/k/v and gate/up concatenated once, so a step issues fewer, larger operations).
+    """
+
+    def __init__(self, model, slots: int):
+        import torch
+
+        inner = model.model
+        self.embed, self.rotary, self.head = inner.embed_tokens, inner.rotary_emb, model.lm_head
+        self.final_norm = (inner.norm.weight, inner.norm.variance_epsilon)
+        self.blocks = [_Block(layer) for layer in inner.layers]
+        attention = inner.layers[0].self_attn
+        self.heads = model.config.num_attention_heads
+        self.kv_heads = model.config.num_key_value_heads
+        self.head_dim, self.scale = attention.head_dim, attention.scaling
+        weight = self.head.weight
+        self.device, self.dtype = weight.device, weight.dtype
+        self.slots = slots
+        self.capacity = 0
+        self.keys: list[Any] = []
+        self.values: list[Any] = []
+        self.lengths = [0] * slots
+        self._torch = torch
+
+    def ensure_capacity(self, tokens: int) -> None:
+        """Grow every slot to hold ``tokens`` positions (zeros: masked positions must stay finite)."""
+        torch = self._torch
+        if tokens <= self.capacity:
+            return
+        tokens = -(-tokens // 64) * 64
+        shape = (self.slots, self.kv_heads, tokens, self.head_dim)
+        for store in (self.keys, self.values):
+            for index in range(len(self.blocks)):
+                grown = torch.zeros(shape, dtype=self.dtype, device=self.device)
+                if len(store) > index:
+                    grown[:, :, : self.capacity] = store[index]
+                    store[index] = grown
+                else:
+                    store.append(grown)
+        self.capacity = tokens
+
+    def _norm(self, x, norm):
+        weight, eps = norm
+        return self._torch.nn.functional.rms_norm(x, weight.shape, weight, eps)
+
+    def _rope_tables(self, x, positions):
+        """``cos`` and ``sin`` with the sign of ``rotate_half`` folded in: ``rope(t) = t*cos + roll(t)*sin``."""
+        cos, sin = self.rotary(x, positions)
+        half = self.head_dim // 2
+        return cos, self._torch.cat([-sin[..., :half], sin[..., half:]], dim=-1)
+
+    def _rope(self, t, cos, sin):
+        # rotate_half(t) = cat(-t2, t1) = roll(t, half) with the first half negated (folded into sin).
+        return self._torch.addcmul(t * cos, t.roll(self.head_dim // 2, dims=-1), sin)
+
+    def _mlp(self, x, block):
+        F = self._torch.nn.functional
+        gate, up = F.linear(self._norm(x, block.norms[1]), *block.gate_up).chunk(2, dim=-1)
+        return x + F.linear(block.act(gate) * up, *block.down)
+
+    def _logits(self, x):
+        return self._torch.nn.functional.linear(self._norm(x, self.final_norm), self.head.weight).float()
+
+    def prefill(self, ids: Sequence[int], past=None):
+        """Run a prompt once: ``(float32 logits of its last position, [(keys, values)] per layer)``.
+
+        ``past``: the cache of a prefix of ``ids`` (from an earlier `prefill`), which is reused
+        instead of recomputed; the prompt must extend it by at least one token.
+        """
+        torch = self._torch
+        F = torch.nn.functional
+        start = 0 if past is None else past[0][0].shape[1]
+        tokens = torch.tensor([list(ids[start:])], device=self.device)
+        length = tokens.shape[1]
+        positions = torch.arange(start, len(ids), device=self.device)[None]
+        x = self.embed(tokens)
+        cos, sin = self._rope_tables(x, positions)
+        cos, sin = cos[:, None], sin[:, None]  # over heads
+        h, kv, d = self.heads, self.kv_heads, self.head_dim
+        # Causal over the whole prompt; with a prefix, query t sees keys 0 .. start + t.
+        mask = None
+        if start:
+            mask = torch.arange(len(ids), device=self.device)[None] <= positions[0][:, None]
+        cache = []
+        for index, block in enumerate(self.blocks):
+            qkv = F.linear(self._norm(x, block.norms[0]), *block.qkv).view(1, length, h + 2 * kv, d)
+            qkv = qkv.transpose(1, 2)
+            qk = self._rope(qkv[:, : h + kv], cos, sin)
+            q, k, v = qk[:, :h], qk[:, h:], qkv[:, h + kv :]
+            if start:
+                k = torch.cat([past[index][0][None], k], dim=2)
+                v = torch.cat([past[index][1][None], v], dim=2)
+            cache.append((k[0].contiguous(), v[0].contiguous()))
+            if h > kv:
+                k, v = k.repeat_interleave(h // kv, dim=1), v.repeat_interleave(h // kv, dim=1)
+            out = F.scaled_dot_product_attention(
+                q, k, v, attn_mask=mask, is_causal=mask is None, scale=self.scale
+            )
+            x = x + F.linear(out.transpose(1, 2).reshape(1, length, h * d), *block.out)
+            x = self._mlp(x, block)
+        return self._logits(x[:, -1])[0], cache
+
+    def load(self, slot: int, cache, length: int) -> None:
+        """Put a prefilled prompt (``cache`` from `prefill`, ``length`` tokens) into ``slot``."""
+        for index, (k, v) in enumerate(cache):
+            self.keys[index][slot, :, :length] = k
+            self.values[index][slot, :, :length] = v
+        self.lengths[slot] = length
+
+    def move(self, source: int, target: int) -> None:
+        """Copy slot ``source`` onto slot ``target``."""
+        length = self.lengths[source]
+        for store in (self.keys, self.values):
+            for buffer in store:
+                buffer[target, :, :length] = buffer[source, :, :length]
+        self.lengths[target] = length
+
+    def step(self, tokens: Sequence[int]):
+        """Feed one token to each of slots ``0 .. len(tokens)-1``; returns their float32 next-token logits."""
+        torch = self._torch
+        F = torch.nn.functional
+        n = len(tokens)
+        h, kv, d = self.heads, self.kv_heads, self.head_dim
+        lengths = self.lengths[:n]
+        positions = torch.tensor(lengths, device=self.device)
+        span = max(lengths) + 1
+        # Row r attends to its own positions 0 .. lengths[r] (the new token included), nothing beyond.
+        mask = (torch.arange(span, device=self.device)[None] <= positions[:, None])[:, None, None]
+        rows = torch.arange(n, device=self.device)
+        x = self.embed(torch.tensor(tokens, device=self.device))  # [n, hidden]: one position per row
+        cos, sin = self._rope_tables(x, positions[:, None])  # [n, 1, d]: broadcast over heads
+        for index, block in enumerate(self.blocks):
+            qkv = F.linear(self._norm(x, block.norms[0]), *block.qkv).view(n, h + 2 * kv, d)
+            qk = self._rope(qkv[:, : h + kv], cos, sin)
+            keys, values = self.keys[index], self.values[index]
+            keys[rows, :, positions] = qk[:, h:]
+            values[rows, :, positions] = qkv[:, h + kv :]
+            # One query position: the query heads sharing a key/value head go along the query axis,
+            # so grouped-query attention reads the shared keys without copying them per head.
+            out = F.scaled_dot_product_attention(
+                qk[:, :h].reshape(n, kv, h // kv, d),
+                keys[:n, :, :span],
+                values[:n, :, :span],
+                attn_mask=mask,
+                scale=self.scale,
+            )
+            x = x + F.linear(out.reshape(n, h * d), *block.out)
+            x = self._mlp(x, block)
+        for r in range(n):
+            self.lengths[r] += 1
+        return self._logits(x)
+
+
+MIN_SHARED_PREFIX = 16
+
+
+class _Threads:
+    """Runs each step with the faster of torch's thread count and one thread, re-measured as it goes.
+
+    On a CPU shared with other jobs, a 2-thread step waits at every operation for a thread the OS
+    has parked elsewhere, and can run several times slower than one thread; on an idle CPU more
+    threads win. Every ``every`` steps two consecutive steps are timed, one with each count, and the
+    faster count is kept; when one count is more than twice as slow the next check waits twice as
+    long (up to ``8 * every`` steps), so probing costs little. The count does not change results
+    (the kernels split rows and heads, not sums: logits agree bit for bit, see the tests).
+    """
+
+    def __init__(self, torch, every: int = 32, cpu: bool = True):
+        import os
+
+        self.torch, self.every, self.count = torch, every, 0
+        self.interval, self.next_probe = every, 1
+        self.original = torch.get_num_threads()
+        self.choices = [self.original, 1] if self.original > 1 and cpu else [self.original]
+        busy = cpu and hasattr(os, "getloadavg") and os.getloadavg()[0] >= (os.cpu_count() or 1)
+        self.best = self.choices[-1] if busy else self.choices[0]
+        self.probe: dict[int, float] = {}
+        torch.set_num_threads(self.best)
+
+    def run(self, step, *args):
+        phase = self.count - self.next_probe
+        self.count += 1
+        if len(self.choices) == 1 or phase not in (0, 1):
+            return step(*args)
+        threads = self.choices[phase]
+        self.torch.set_num_threads(threads)
+        start = time.perf_counter()
+        result = step(*args)
+        self.probe[threads] = time.perf_counter() - start
+        if phase == 1:
+            self.best = min(self.probe, key=self.probe.get)
+            clear = max(self.probe.values()) > 2 * min(self.probe.values())
+            self.interval = min(2 * self.interval, 8 * self.every) if clear else self.every
+            self.next_probe = self.count + self.interval
+        self.torch.set_num_threads(self.best)
+        return result
+
+    def restore(self) -> None:
+        self.torch.set_num_threads(self.original)
+
+
+def _common_prefix(sequences: Sequence[Sequence[int]]) -> list[int]:
+    """The longest common prefix of the prompts, short of the shortest prompt's last token."""
+    first = list(sequences[0])
+    length = min(len(s) for s in sequences) - 1
+    for other in sequences[1:]:
+        same = 0
+        while same < length and other[same] == first[same]:
+            same += 1
+        length = same
+    return first[: max(length, 0)]
+
+
+def decode_rows(
+    model,
+    encoded: Sequence[Sequence[int]],
+    rows: Sequence[tuple[int, int]],
+    *,
+    temperature: float,
+    top_p: float,
+    max_new_tokens: int,
+    slots: int,
+    eos: set[int],
+    seed: int,
+    on_done: Callable[[], None] | None = None,
+) -> list[list[int]]:
+    """Sample the completion of every ``(prompt index, sample index)`` row; returns its tokens (eos included).
+
+    Args:
+        model: a model `unsupported_reason` accepts, in eval mode.
+        encoded: token ids of every prompt (non-empty).
+        rows: the rows to sample, ordered by prompt (a prompt's prefill is dropped after its last row).
+        temperature, top_p, max_new_tokens: as in `SamplingSettings`.
+        slots: sequences decoded together.
+        eos: end-of-sequence token ids (a row stops after emitting one).
+        seed: the run's seed; row ``(i, j)`` samples with `row_seed`\\ ``(seed, i, j)``.
+        on_done: called once per finished row (progress).
+    """
+    import torch
+
+    if not rows:
+        return []
+    engine = DecodeEngine(model, min(slots, len(rows)))
+    slots = engine.slots
+    device = engine.device
+    pending = deque(range(len(rows)))
+    left = {}
+    for i, _ in rows:
+        left[i] = left.get(i, 0) + 1
+    prompts: dict[int, tuple[Any, Any]] = {}
+    prefix = None
+    out: list[list[int]] = [[] for _ in rows]
+    running: list[int] = []  # row of each busy slot
+    generators: list[Any] = []
+
+    def finish(row: int) -> None:
+        if on_done is not None:
+            on_done()
+
+    def start(slot: int) -> bool:
+        """Start waiting rows until one keeps running in ``slot``; False when none is left."""
+        while pending:
+            row = pending.popleft()
+            i, j = rows[row]
+            if i not in prompts:
+                prompts[i] = engine.prefill(encoded[i], prefix)
+            logits, cache = prompts[i]
+            generator = torch.Generator(device=device).manual_seed(row_seed(seed, i, j))
+            token = sample_tokens(logits[None], temperature, top_p, [generator])[0]
+            out[row].append(token)
+            alive = token not in eos and max_new_tokens > 1
+            if alive:
+                engine.ensure_capacity(len(encoded[i]) + max_new_tokens)
+                engine.load(slot, cache, len(encoded[i]))
+            left[i] -= 1
+            if not left[i]:
+                del prompts[i]
+            if not alive:
+                finish(row)
+                continue
+            if slot == len(running):
+                running.append(row)
+                generators.append(generator)
+            else:
+                running[slot], generators[slot] = row, generator
+            return True
+        return False
+
+    threads = _Threads(torch, cpu=device.type == "cpu")
+    try:
+        # Evaluation prompts of one task share a long instruction prefix: prefill it once for all.
+        shared = _common_prefix([encoded[i] for i in left])
+        if len(shared) >= MIN_SHARED_PREFIX and len(left) > 1:
+            prefix = engine.prefill(shared)[1]
+        while len(running) < slots and start(len(running)):
+            pass
+        while running:
+            logits = threads.run(engine.step, [out[row][-1] for row in running])
+            tokens = sample_tokens(logits, temperature, top_p, generators)
+            done = []
+            for slot, token in enumerate(tokens):
+                row = running[slot]
+                out[row].append(token)
+                if token in eos or len(out[row]) >= max_new_tokens:
+                    done.append(slot)
+            for slot in reversed(done):  # from the back: a slot moved down is never one still to handle
+                finish(running[slot])
+                if start(slot):
+                    continue
+                last = len(running) - 1
+                if slot != last:
+                    engine.move(last, slot)
+                    running[slot], generators[slot] = running[last], generators[last]
+                running.pop()
+                generators.pop()
+            while len(running) < slots and start(len(running)):
+                pass
+    finally:
+        threads.restore()
+    return out
+
+
+def generate_decode(model, tokenizer, prompts, settings, ids, record_settings, progress):
+    """The ``"decode"`` engine behind `generate_completions`: records and stats like the ``generate`` path."""
+    import torch
+    from tqdm.auto import tqdm
+
+    from faithgrpo.eval.cache import CompletionRecord
+    from faithgrpo.eval.generation import GenerationStats, _eos_ids, _prompt_ids
+
+    eos = _eos_ids(model, tokenizer)
+    encoded = [_prompt_ids(tokenizer, p) for p in prompts]
+    if any(not e for e in encoded):
+        raise ValueError(
+            "the decode engine needs at least one prompt token per prompt; use engine='generate'"
+        )
+    g = settings.num_samples
+    rows = [(i, j) for i in range(len(prompts)) for j in range(g)]
+    start = time.perf_counter()
+    with (
+        torch.inference_mode(),
+        tqdm(total=len(rows), desc="generating", unit="completion", disable=not progress) as bar,
+    ):
+        tokens = decode_rows(
+            model,
+            encoded,
+            rows,
+            temperature=settings.temperature,
+            top_p=settings.top_p,
+            max_new_tokens=settings.max_new_tokens,
+            slots=settings.batch_size,
+            eos=eos,
+            seed=settings.seed,
+            on_done=lambda: bar.update(1),
+        )
+    seconds = time.perf_counter() - start
+    texts: list[list[str]] = [[""] * g for _ in prompts]
+    counts: list[list[int]] = [[0] * g for _ in prompts]
+    for (i, j), kept in zip(rows, tokens):
+        counts[i][j] = len(kept)
+        texts[i][j] = tokenizer.decode(kept, skip_special_tokens=True)
+    records = [
+        CompletionRecord(ids[i], prompts[i], texts[i], counts[i], dict(record_settings))
+        for i in range(len(prompts))
+    ]
+    return records, GenerationStats(len(prompts), len(rows), sum(map(sum, counts)), seconds, "decode")

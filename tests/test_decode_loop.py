@@ -1,0 +1,318 @@
+"""The "decode" generation engine (eval/decoding.py) against ``model.generate`` and transformers' warpers."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+import torch
+
+from faithgrpo.eval.decoding import DecodeEngine, next_token_scores, sample_tokens, unsupported_reason
+from faithgrpo.eval.generation import SamplingSettings, _prompt_ids, generate_completions
+from faithgrpo.testing import tiny_causal_lm
+
+PROMPTS = [
+    "2 + 2 =",
+    [{"role": "user", "content": "Is U a confounder of X and Y?"}],
+    [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "Knights always tell the truth."},
+    ],
+    "GRAPH: A -> B; B -> C; A <-> C\nQUERY: backdoor_set(treatment=X, outcome=Y)",
+    "Alice says Bob is a knave.",
+]
+
+
+def _model(arch, eos_positions=()):
+    """A fresh tiny model; ``eos_positions`` = ((prompt, step), ...) makes the greedy token there an eos."""
+    model, tokenizer = tiny_causal_lm(arch)
+    if eos_positions:
+        settings = SamplingSettings(num_samples=1, temperature=0.0, max_new_tokens=12, batch_size=8)
+        greedy = []
+        for prompt in PROMPTS:
+            ids = torch.tensor([_prompt_ids(tokenizer, prompt)])
+            out = model.generate(
+                input_ids=ids, attention_mask=torch.ones_like(ids), do_sample=False, max_new_tokens=12
+            )
+            greedy.append(out[0, ids.shape[1] :].tolist())
+        extra = {greedy[p][s] for p, s in eos_positions}
+        model.generation_config.eos_token_id = sorted({tokenizer.eos_token_id, *extra})
+        del settings
+    return model, tokenizer
+
+
+@pytest.mark.parametrize("arch", ["llama", "qwen2"])
+@pytest.mark.parametrize("batch_size", [1, 3, 16])
+def test_greedy_matches_generate_token_for_token(arch, batch_size):
+    # Extra eos tokens stop rows at different steps (one at its very first token), so slots are
+    # refilled and compacted while others keep running.
+    model, tokenizer = _model(arch, eos_positions=((0, 4), (2, 0), (3, 7)))
+    greedy = SamplingSettings(num_samples=2, temperature=0.0, max_new_tokens=12, batch_size=batch_size)
+    reference, _ = generate_completions(model, tokenizer, PROMPTS, greedy, progress=False, engine="generate")
+    decoded, stats = generate_completions(model, tokenizer, PROMPTS, greedy, progress=False, engine="decode")
+    assert [r.completions for r in decoded] == [r.completions for r in reference]
+    assert [r.num_tokens for r in decoded] == [r.num_tokens for r in reference]
+    counts = {n for r in decoded for n in r.num_tokens}
+    assert 1 in counts and len(counts) >= 3  # eos at the first token, and rows stopping at other steps
+    assert decoded[0].settings["engine"] == "decode" and reference[0].settings["engine"] == "generate"
+    assert stats.new_tokens == sum(sum(r.num_tokens) for r in decoded)
+    assert stats.to_dict()["engine"] == "decode" and stats.completions == 2 * len(PROMPTS)
+
+
+SHARED = "You check causal graphs. Answer inside <answer> ... </answer>, after a short derivation."
+PREFIXED = [
+    [{"role": "system", "content": SHARED}, {"role": "user", "content": question}]
+    for question in ("Is U a confounder of X and Y?", "GRAPH: A -> B; B -> C", "QUERY: backdoor_set(X, Y)")
+]
+
+
+@pytest.mark.parametrize("arch", ["llama", "qwen2"])
+def test_shared_prompt_prefix_is_prefilled_once_and_changes_nothing(arch, monkeypatch):
+    from faithgrpo.eval import decoding
+
+    model, tokenizer = tiny_causal_lm(arch)
+    encoded = [_prompt_ids(tokenizer, p) for p in PREFIXED]
+    shared = decoding._common_prefix(encoded)
+    assert len(shared) >= decoding.MIN_SHARED_PREFIX and all(len(shared) < len(e) for e in encoded)
+    calls = []
+    original = decoding.DecodeEngine.prefill
+
+    def spy(self, ids, past=None):
+        calls.append((len(ids), None if past is None else past[0][0].shape[1]))
+        return original(self, ids, past)
+
+    monkeypatch.setattr(decoding.DecodeEngine, "prefill", spy)
+    greedy = SamplingSettings(num_samples=2, temperature=0.0, max_new_tokens=10, batch_size=3)
+    decoded, _ = generate_completions(model, tokenizer, PREFIXED, greedy, progress=False, engine="decode")
+    reference, _ = generate_completions(model, tokenizer, PREFIXED, greedy, progress=False, engine="generate")
+    assert calls == [(len(shared), None)] + [(len(e), len(shared)) for e in encoded]
+    assert [r.completions for r in decoded] == [r.completions for r in reference]
+    assert [r.num_tokens for r in decoded] == [r.num_tokens for r in reference]
+
+
+def test_common_prefix_leaves_the_last_prompt_token():
+    from faithgrpo.eval.decoding import _common_prefix
+
+    assert _common_prefix([[1, 2, 3], [1, 2, 3, 4]]) == [1, 2]
+    assert _common_prefix([[1, 2, 3], [1, 5]]) == [1]
+    assert _common_prefix([[7], [7]]) == []
+
+
+def test_thread_count_is_restored_and_does_not_change_samples(tiny_llama, monkeypatch):
+    from faithgrpo.eval import decoding
+
+    model, tokenizer = tiny_llama
+    settings = SamplingSettings(num_samples=2, temperature=1.0, max_new_tokens=12, batch_size=3, seed=2)
+    threads = torch.get_num_threads()
+    first, _ = generate_completions(model, tokenizer, PROMPTS, settings, progress=False, engine="decode")
+    assert torch.get_num_threads() == threads
+    # Probe every other step (each probe switches the thread count): the samples stay the same.
+    monkeypatch.setattr(decoding._Threads, "__init__", _probing_init(decoding._Threads.__init__))
+    again, _ = generate_completions(model, tokenizer, PROMPTS, settings, progress=False, engine="decode")
+    assert [r.completions for r in again] == [r.completions for r in first]
+    assert torch.get_num_threads() == threads
+
+
+def _probing_init(original):
+    def init(self, torch, every=32, cpu=True):
+        original(self, torch, every=2, cpu=cpu)
+        self.choices = [2, 1]
+
+    return init
+
+
+@pytest.mark.parametrize("arch", ["llama", "qwen2"])
+def test_step_logits_match_a_full_forward(arch):
+    model, tokenizer = tiny_causal_lm(arch)
+    first, second = (_prompt_ids(tokenizer, p) for p in PROMPTS[:2])
+    prompts = [first, second, first + _prompt_ids(tokenizer, " and more")]  # the third extends the first
+    engine = DecodeEngine(model, slots=3)
+    seqs = []
+    with torch.inference_mode():
+        caches = []
+        for slot, ids in enumerate(prompts):
+            # The third prompt is prefilled from the first one's cache (a shared-prefix prefill).
+            logits, cache = engine.prefill(ids, caches[0] if slot == 2 else None)
+            caches.append(cache)
+            full = model(torch.tensor([ids])).logits[0, -1]
+            torch.testing.assert_close(logits, full, atol=1e-4, rtol=1e-4)
+            engine.ensure_capacity(len(ids) + 8)
+            engine.load(slot, cache, len(ids))
+            seqs.append(list(ids))
+        generator = torch.Generator().manual_seed(0)
+        for step in range(6):
+            if step == 3:  # drop slot 0: the last slot moves into it, as when a row finishes
+                engine.move(2, 0)
+                seqs = [seqs[2], seqs[1]]
+            tokens = torch.randint(0, len(tokenizer), (len(seqs),), generator=generator).tolist()
+            logits = engine.step(tokens)
+            for row, token in enumerate(tokens):
+                seqs[row].append(token)
+                full = model(torch.tensor([seqs[row]])).logits[0, -1]
+                torch.testing.assert_close(logits[row], full, atol=1e-4, rtol=1e-4)
+
+
+def test_sampling_is_seeded_per_row_and_independent_of_batching(tiny_llama):
+    model, tokenizer = tiny_llama
+    settings = SamplingSettings(
+        num_samples=3, temperature=1.0, top_p=0.9, max_new_tokens=10, seed=5, batch_size=4
+    )
+    torch.manual_seed(123)
+    before = torch.rand(1)
+    torch.manual_seed(123)
+    first, _ = generate_completions(model, tokenizer, PROMPTS, settings, progress=False, engine="decode")
+    assert torch.equal(before, torch.rand(1))  # the caller's RNG is not consumed
+    for batch_size in (1, 7, 15):
+        again, _ = generate_completions(
+            model,
+            tokenizer,
+            PROMPTS,
+            replace(settings, batch_size=batch_size),
+            progress=False,
+            engine="decode",
+        )
+        assert [r.completions for r in again] == [r.completions for r in first]
+    other, _ = generate_completions(
+        model, tokenizer, PROMPTS, replace(settings, seed=6), progress=False, engine="decode"
+    )
+    assert [r.completions for r in other] != [r.completions for r in first]
+    assert len({c for r in first for c in r.completions}) > len(PROMPTS)  # samples of a prompt differ
+
+
+@pytest.mark.parametrize("temperature", [0.3, 1.0, 1.7])
+@pytest.mark.parametrize("top_p", [0.05, 0.5, 0.9, 0.999, 1.0])
+def test_scores_match_transformers_temperature_and_top_p(temperature, top_p):
+    from transformers.generation.logits_process import TemperatureLogitsWarper, TopPLogitsWarper
+
+    generator = torch.Generator().manual_seed(0)
+    logits = torch.randn(6, 40, generator=generator) * 3
+    logits[0, :10] = 2.0  # ties
+    logits[1] = 0.0  # uniform row
+    logits[2, 7] = 50.0  # one dominant token
+    scores = TemperatureLogitsWarper(temperature)(None, logits.clone())
+    if top_p < 1:
+        scores = TopPLogitsWarper(top_p)(None, scores)
+    mine = next_token_scores(logits, temperature, top_p)
+    assert torch.equal(torch.isinf(mine), torch.isinf(scores))
+    torch.testing.assert_close(mine.softmax(-1), scores.softmax(-1), atol=0, rtol=0)
+
+
+def test_top_p_keeps_the_smallest_nucleus_by_hand():
+    logits = torch.tensor([[0.5, 0.3, 0.15, 0.05]]).log()
+    kept = lambda p: (~torch.isinf(next_token_scores(logits, 1.0, p))).nonzero()[:, 1].tolist()  # noqa: E731
+    assert kept(0.4) == [0]  # the top token alone covers 0.4
+    assert kept(0.6) == [0, 1]
+    assert kept(0.9) == [0, 1, 2]
+    assert kept(0.99) == [0, 1, 2, 3]
+    assert kept(1e-9) == [0]  # at least one token stays
+
+
+@pytest.mark.parametrize(("temperature", "top_p"), [(1.0, 1.0), (0.5, 1.0), (1.5, 0.8)])
+def test_sample_frequencies_follow_softmax_over_temperature(temperature, top_p):
+    logits = torch.tensor([[2.0, 1.0, 0.5, 0.0, -1.0, -3.0]])
+    expected = next_token_scores(logits, temperature, top_p).softmax(-1)[0]
+    if top_p == 1.0:
+        torch.testing.assert_close(expected, (logits[0] / temperature).softmax(-1))
+    n = 20000
+    generator = torch.Generator().manual_seed(1)
+    draws = sample_tokens(logits.expand(n, -1), temperature, top_p, [generator] * n)
+    counts = torch.bincount(torch.tensor(draws), minlength=6).double()
+    assert counts[expected == 0].sum() == 0  # tokens outside the nucleus are never drawn
+    live = expected > 0
+    chi2 = (((counts[live] - n * expected[live]) ** 2) / (n * expected[live])).sum().item()
+    # 99.99th percentile of chi-square with <= 5 degrees of freedom is about 25.7.
+    assert chi2 < 25.7, (chi2, counts.tolist(), (n * expected).tolist())
+
+
+def test_greedy_is_argmax():
+    logits = torch.tensor([[0.1, 3.0, -1.0], [5.0, 4.0, 4.5]])
+    assert sample_tokens(logits, 0.0, 1.0, [None, None]) == [1, 0]
+
+
+def test_unsupported_models_fall_back_to_generate():
+    model, tokenizer = tiny_causal_lm("llama")
+    assert unsupported_reason(model) is None
+    model.generation_config.repetition_penalty = 1.3
+    assert "repetition_penalty" in unsupported_reason(model)
+    settings = SamplingSettings(num_samples=2, max_new_tokens=3, batch_size=2)
+    records, _ = generate_completions(model, tokenizer, PROMPTS[:2], settings, progress=False)
+    assert records[0].settings["engine"] == "generate"
+    with pytest.raises(ValueError, match=r"repetition_penalty.*engine='generate'"):
+        generate_completions(model, tokenizer, PROMPTS[:2], settings, progress=False, engine="decode")
+    with pytest.raises(ValueError, match="unknown generation engine"):
+        generate_completions(model, tokenizer, PROMPTS[:2], settings, progress=False, engine="fast")
+
+
+def test_no_prompts_and_fewer_rows_than_slots(tiny_llama):
+    model, tokenizer = tiny_llama
+    settings = SamplingSettings(num_samples=2, max_new_tokens=4, batch_size=64)
+    assert generate_completions(model, tokenizer, [], settings, progress=False, engine="decode")[0] == []
+    records, stats = generate_completions(
+        model, tokenizer, PROMPTS[:1], settings, progress=False, engine="decode"
+    )
+    assert stats.completions == 2 and len(records[0].completions) == 2
+
+
+def test_budget_of_one_token(tiny_qwen2):
+    model, tokenizer = tiny_qwen2
+    settings = SamplingSettings(num_samples=2, temperature=0.0, max_new_tokens=1, batch_size=2)
+    decoded, _ = generate_completions(model, tokenizer, PROMPTS, settings, progress=False, engine="decode")
+    reference, _ = generate_completions(
+        model, tokenizer, PROMPTS, settings, progress=False, engine="generate"
+    )
+    assert [r.completions for r in decoded] == [r.completions for r in reference]
+    assert all(r.num_tokens == [1, 1] for r in decoded)
+
+
+@pytest.mark.parametrize(("slow", "faster"), [(2, 1), (1, 2)])
+def test_thread_tuner_keeps_the_faster_count_and_backs_off(monkeypatch, slow, faster):
+    import os
+    import time
+
+    from faithgrpo.eval import decoding
+
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.0, 0.0, 0.0))  # an idle machine: start with 2
+    original = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        tuner = decoding._Threads(torch, every=4)
+        used = []
+
+        def step():
+            used.append(torch.get_num_threads())
+            time.sleep(0.03 if used[-1] == slow else 0.001)
+
+        for _ in range(20):
+            tuner.run(step)
+        assert used[:4] == [2, 2, 1, faster]  # probe 2 then 1 threads, keep the faster
+        # One count was clearly slower: the next probe waits 8 steps instead of 4.
+        assert used[4:11] == [faster] * 7 and used[11:13] == [2, 1]
+        tuner.restore()
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(original)
+
+
+def test_bench_generation_runs_on_the_tiny_model():
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_generation.py"
+    args = [
+        "--skip-embedded",
+        "--tiny-rounds",
+        "2",
+        "--prompts",
+        "2",
+        "--samples",
+        "2",
+        "--max-new-tokens",
+        "6",
+    ]
+    done = subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(done.stdout)["tiny"]
+    assert set(result) >= {"generate", "decode", "generate_1_thread", "ratio_per_round", "ratio_median"}
+    assert len(result["ratio_per_round"]) == 2 and result["decode"]["tokens_per_second"] > 0

@@ -30,6 +30,7 @@ from faithgrpo.eval.passk import JUDGE_AGGREGATIONS
 
 __all__ = [
     "BACKENDS",
+    "ENGINES",
     "Checkpoint",
     "EvalConfig",
     "add_eval_arguments",
@@ -39,6 +40,7 @@ __all__ = [
 ]
 
 BACKENDS = ("transformers", "vllm")
+ENGINES = ("auto", "decode", "generate")  # faithgrpo.eval.generation.ENGINES (kept torch-free here)
 CROS_REFERENCES = ("base", "self")
 AOC_MODES = ("teacher_forced", "decode")
 LABEL_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -143,6 +145,12 @@ class EvalConfig:
         choices=BACKENDS,
         help="generation backend: transformers or vllm (GPU, optional package); part of the cache key",
     )
+    engine: str = option(
+        "auto",
+        choices=ENGINES,
+        help="transformers sampling loop: decode (faithgrpo's KV-slot loop, Llama/Qwen2), generate "
+        "(model.generate), or auto (decode where it applies); same distribution, not in the cache key",
+    )
     n_bootstrap: int = option(1000, flag="--bootstrap", help="bootstrap resamples")
     confidence: float = option(0.95, help="interval coverage, e.g. 0.95")
     overwrite: bool = option(False, help="regenerate even when a matching cache exists")
@@ -213,6 +221,8 @@ class EvalConfig:
             )
         if self.backend not in BACKENDS:
             raise ValueError(f"--backend must be transformers or vllm, got {self.backend!r}")
+        if self.engine not in ENGINES:
+            raise ValueError(f"--engine must be one of {', '.join(ENGINES)}, got {self.engine!r}")
         if self.baseline_adapter and not self.baseline:
             raise ValueError(
                 "--baseline-adapter needs --baseline (the base model of the baseline checkpoint)"

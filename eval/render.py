@@ -274,8 +274,11 @@ def _generation_markdown(checkpoints: list[CheckpointResult], notes: _Notes) -> 
             rate = (
                 "cached" if stats.get("cached") else (f"{tps:.1f}" if tps else notes.note("no time measured"))
             )
-            rows.append([c.label, task, str(stats.get("completions")), str(stats.get("new_tokens")), rate])
-    header = ["checkpoint", "task", "completions", "new tokens", "tokens/s"]
+            engine = stats.get("engine") or "—"
+            rows.append(
+                [c.label, task, str(stats.get("completions")), str(stats.get("new_tokens")), rate, engine]
+            )
+    header = ["checkpoint", "task", "completions", "new tokens", "tokens/s", "engine"]
     return ["", "## Generation", "", *_table(header, rows), *notes.flush()]
 
 

@@ -62,7 +62,7 @@ def generate_cached(
         prompts, ids: the prompts and their unique ids, in order.
         settings: `SamplingSettings` (see `sampling_settings`).
         metadata: extra cache-key fields (model, adapter, weights fingerprint, task, ...).
-        config: ``overwrite``, ``progress`` and ``backend`` of the run.
+        config: ``overwrite``, ``progress``, ``backend`` and ``engine`` of the run.
 
     Returns:
         ``(records, stats)`` as `faithgrpo.eval.generation.cached_generate` returns them.
@@ -79,6 +79,7 @@ def generate_cached(
         overwrite=config.overwrite,
         progress=config.progress,
         backend=config.backend,
+        engine=config.engine,
     )
 
 

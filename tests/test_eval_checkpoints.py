@@ -131,6 +131,28 @@ def test_backend_option_is_validated_and_reaches_the_generator(monkeypatch, tmp_
     assert seen["backend"] == "vllm" and seen["metadata"]["adapter"] == "a"
 
 
+def test_engine_option_is_validated_and_reaches_the_generator(monkeypatch, tmp_path):
+    from faithgrpo.eval import generation
+    from faithgrpo.eval.sections import generate_cached, sampling_settings
+
+    assert config_from_args(_parser().parse_args(["eval", "--out", "o"])).engine == "auto"
+    config = config_from_args(_parser().parse_args(["eval", "--out", "o", "--engine", "generate"]))
+    with pytest.raises(SystemExit):
+        _parser().parse_args(["eval", "--out", "o", "--engine", "beam"])
+    with pytest.raises(ValueError, match=r"^--engine must be one of auto, decode, generate, got 'beam'$"):
+        EvalConfig(engine="beam").validate()
+    assert set(generation.ENGINES) == {"auto", "decode", "generate"}  # the config's copy stays in step
+    seen = {}
+
+    def fake_cached_generate(path, load, prompts, ids, settings, metadata, **kwargs):
+        seen.update(kwargs)
+        return [], {}
+
+    monkeypatch.setattr(generation, "cached_generate", fake_cached_generate)
+    generate_cached(tmp_path / "c.jsonl", None, None, [], [], sampling_settings(config, 1), {}, config)
+    assert seen["engine"] == "generate"
+
+
 @pytest.mark.slow
 def test_three_checkpoints_side_by_side(tmp_path, tiny_llama_path):
     """A tiny base and two tiny LoRA adapters on it, evaluated in one run, reported in order."""

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from faithgrpo.eval.bestofk import BestOfKResult, Candidate, Pool, run_selection
+from faithgrpo.eval.config import BACKENDS, ENGINES
 from faithgrpo.eval.options import int_list, name_list, option
 
 __all__ = [
@@ -48,7 +49,6 @@ __all__ = [
 ]
 
 DEFAULT_TASKS = ("backdoor_adjustment_set", "frontdoor_adjustment_set", "d-separation")
-BACKENDS = ("transformers", "vllm")
 
 
 class ConfigError(ValueError):
@@ -99,6 +99,9 @@ class ClearBestOfKConfig:
     backend: str = option(
         "transformers", help="generation backend: transformers or vllm (GPU, optional package)"
     )
+    engine: str = option(
+        "auto", help="transformers sampling loop: decode, generate, or auto (decode where it applies)"
+    )
     n_bootstrap: int = option(1000, help="bootstrap resamples over questions")
     confidence: float = option(0.95, help="interval coverage")
     overwrite: bool = option(False, help="regenerate even when the completions cache matches")
@@ -138,6 +141,8 @@ class ClearBestOfKConfig:
             raise ConfigError("--max-new-tokens and --batch-size must be >= 1")
         if self.backend not in BACKENDS:
             raise ConfigError(f"--backend must be one of {BACKENDS}, got {self.backend!r}")
+        if self.engine not in ENGINES:
+            raise ConfigError(f"--engine must be one of {ENGINES}, got {self.engine!r}")
         if self.n_bootstrap < 0 or not 0 < self.confidence < 1:
             raise ConfigError("--n-bootstrap must be >= 0 and --confidence in (0, 1)")
 
@@ -407,6 +412,7 @@ def run_clear_bestofk(config: ClearBestOfKConfig) -> ClearBestOfKReport:
         progress=config.progress,
         check_prompts=True,
         backend=config.backend,
+        engine=config.engine,
     )
     pairs = [(p, c) for p, r in zip(prompts, records_out) for c in r.completions]
     flat = _confidences(out / "confidence.json", completions_path, load, pairs, config)

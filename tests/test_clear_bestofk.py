@@ -183,6 +183,7 @@ def test_clear_bestofk_reuses_its_caches(tmp_path, monkeypatch, tiny_llama):
         (("--temperature", "-1"), "--temperature"),
         (("--limit", "0"), "--limit"),
         (("--backend", "tgi"), "--backend"),
+        (("--engine", "beam"), "--engine"),
     ],
 )
 def test_clear_bestofk_user_errors_are_one_line_before_loading(

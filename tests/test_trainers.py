@@ -172,3 +172,85 @@ def test_registry_routes_options_and_gates_cros_on_correct_answers(tiny_llama):
     # SCORED[1] answers {} (wrong), so it is gated out and ranks lowest; SCORED[0] is graded and ranks above.
     assert [s.reason for s in cros.last_scores][1] == "gated"
     assert rewards == [1.0, 0.0]
+
+
+def _fused_pass(model, input_ids, labels):
+    """TRL's fused LM head forward + backward: (log_probs, entropy, grad of the first layer's q_proj)."""
+    model.zero_grad()
+    out = model(
+        input_ids=input_ids, attention_mask=torch.ones_like(input_ids), labels=labels, fused_lm_head=True
+    )
+    (out.log_probs.sum() + 0.1 * out.entropy.sum()).backward()
+    grad = model.model.layers[0].self_attn.q_proj.weight.grad.clone()
+    return out.log_probs.detach(), out.entropy.detach(), out.label_mask, grad
+
+
+def test_compact_cpu_lm_head_scores_only_labelled_positions_with_the_same_values(tiny_llama, monkeypatch):
+    """On CPU, FaithGRPOTrainer's log-prob pass projects only labelled positions, in narrow tiles,
+    and gets the log-probs, entropies and gradients of a full-logits computation."""
+    from trl.trainer import utils as trl_utils
+    from trl.trainer.utils import add_fused_lm_head
+
+    from faithgrpo.trainers.grpo import compact_cpu_lm_head
+
+    model, _ = tiny_llama
+    model.train()
+    add_fused_lm_head(model, outputs=("log_probs", "entropy"))
+    torch.manual_seed(1)
+    input_ids = torch.randint(3, model.config.vocab_size, (3, 20))
+    labels = input_ids.clone()
+    labels[:, :12] = -100  # a prompt of 12 tokens: only the completion's 8 labels count
+    labels[2, 17:] = -100  # a shorter completion
+
+    calls = []
+    apply = trl_utils._ChunkedLogProbFunction.apply
+
+    def spy(hidden, weight, bias, targets, temperature, chunk_size, *rest):
+        calls.append((hidden.shape[0], chunk_size))
+        return apply(hidden, weight, bias, targets, temperature, chunk_size, *rest)
+
+    monkeypatch.setattr(trl_utils._ChunkedLogProbFunction, "apply", spy)
+    default = _fused_pass(model, input_ids, labels)
+    with compact_cpu_lm_head(vocab_chunk=100) as patched:
+        compact = _fused_pass(model, input_ids, labels)
+    assert patched
+    valid = int((labels[:, 1:] != -100).sum())
+    assert calls == [(3 * 19, trl_utils._CHUNKED_LOGPROB_CHUNK_SIZE), (valid, 100)]
+    assert trl_utils._CHUNKED_LOGPROB_CHUNK_SIZE == 32768  # restored
+
+    # Independent expectation: log-softmax of the model's own full logits at the labels.
+    model.zero_grad()
+    logits = model(input_ids=input_ids).logits[:, :-1].float()
+    mask = labels[:, 1:] != -100
+    logp_all = torch.log_softmax(logits, dim=-1)
+    target = labels[:, 1:].clamp(min=0)
+    expected_logp = logp_all.gather(-1, target.unsqueeze(-1)).squeeze(-1) * mask
+    expected_entropy = -(logp_all.exp() * logp_all).sum(-1) * mask
+    (expected_logp.sum() + 0.1 * expected_entropy.sum()).backward()
+    expected_grad = model.model.layers[0].self_attn.q_proj.weight.grad
+    for logp, entropy, label_mask, grad in (default, compact):
+        assert torch.equal(label_mask, mask)
+        torch.testing.assert_close(logp, expected_logp, atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(entropy, expected_entropy, atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(grad, expected_grad, atol=1e-5, rtol=1e-4)
+
+
+def test_faith_trainers_hold_the_compact_head_on_cpu_only(monkeypatch):
+    """The override enters compact_cpu_lm_head around TRL's log-prob pass on CPU, not elsewhere."""
+    from types import SimpleNamespace
+
+    from trl.trainer import utils as trl_utils
+
+    seen = []
+
+    def fake_pass(self, *args, **kwargs):
+        seen.append((trl_utils._CHUNKED_LOGPROB_CHUNK_SIZE, trl_utils._use_triton(torch.device("cpu"))))
+        return "out"
+
+    for cls, base in ((FaithGRPOTrainer, "trl.GRPOTrainer"), (FaithRLOOTrainer, "trl.RLOOTrainer")):
+        monkeypatch.setattr(f"{base}._get_per_token_logps_and_entropies", fake_pass)
+        for device in ("cpu", "meta"):
+            trainer = object.__new__(cls)
+            trainer.accelerator = SimpleNamespace(device=torch.device(device))
+            assert trainer._get_per_token_logps_and_entropies("model", "ids") == "out"
+    assert seen == [(8192, True), (32768, False)] * 2

@@ -1,4 +1,4 @@
-"""GRPO step time with the full reward stack ÷ step time with outcome + format only (issue 5, speed).
+"""GRPO step time with the full reward stack ÷ outcome + format only (issue 5); per-phase profile (issue 16).
 
 Same model (the embedded SmolLM2-135M-Instruct with the recipe's LoRA), same batch, same seed, on
 CPU, through ``recipes/grpo_cros.py`` with the CPU demo config restricted to causal rows (every
@@ -27,7 +27,32 @@ On a GPU (``--device cuda``: the recipe's ``use_cpu`` off, bf16 mixed precision 
 the issue-16 check runs G = 8, M = 4 (``--num_generations 8 --scrambles 4``); ``--recipe_args``
 passes further recipe flags to every configuration (e.g. ``"--warm_start_config none"``).
 
+``--phases``: where the time (and memory) of one GRPO step goes, measured inside a single run of the
+recipe on the demo config as given (all its rewards, its M, its mixture; ``--recipe_args`` still
+applies): ``--warmup_steps`` untimed steps (default 1), then ``--phase_steps`` timed ones (default
+3). The benchmark wraps TRL's methods and the generation prefill for the run only (no recipe
+change): per step
+
+- ``step``: on_step_begin -> on_step_end (TRL's ``training_step`` plus the optimizer step);
+- ``generation``: ``GRPOTrainer._generate`` (tokenise, ``model.generate``, detokenise); its
+  ``generate`` (``model.generate`` alone) splits into ``prefill`` (``GenerationMixin._prefill``: the
+  prompts' forward) and ``decode`` (the rest: one forward and one sample per new token), with
+  completion tokens and tokens/s;
+- ``rewards``: ``GRPOTrainer._calculate_rewards``, and each reward function on its own (``reward/<name>``);
+- ``loss_forward``: ``compute_loss`` (policy log-probs through TRL's fused LM head, the loss);
+- ``backward``: ``Accelerator.backward`` (with activation checkpointing: recomputed forward included);
+- ``other``: the step minus the four above (optimizer step, advantages, TRL bookkeeping, callbacks).
+
+Reported: each phase's median seconds over the timed steps (absolute, noisy on a shared machine) and
+its median share of the step (ratios taken within the same step, so they survive machine load), the
+resident set size (RSS, sampled every few ms from ``/proc/self/statm``) at the run's start and
+its peak inside each phase, RSS at each step's end, and the process peak (``ru_maxrss``). The
+ratio modes above are not run.
+
 Usage:
+    python benchmarks/bench_step.py --phases        # per-phase profile of the demo config (4 steps)
+    python benchmarks/bench_step.py --phases --tiny --phase_steps 2 \
+        --recipe_args "--warm_start_config none"    # smoke run on a tiny random Llama
     python benchmarks/bench_step.py                 # embedded model
     python benchmarks/bench_step.py --steps 3 --rounds 3 --model PATH
     python benchmarks/bench_step.py --tiny --steps 1 --rounds 1   # tiny random Llama: a smoke run
@@ -39,6 +64,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import gc
 import importlib.util
 import json
@@ -50,6 +76,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -64,6 +91,319 @@ def load_recipe():
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module
+
+
+# ---------------------------------------------------------------------------------------------
+# --phases: per-phase time and RSS of GRPO steps inside one recipe run
+PHASES = ("generation", "rewards", "loss_forward", "backward")  # disjoint parts of a step
+
+
+def _rss_bytes() -> int:
+    """Resident set size of this process, from ``/proc/self/statm`` (0 where there is none)."""
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def _peak_rss_bytes() -> int:
+    """The process's peak RSS so far (``ru_maxrss``: KiB on Linux, bytes on macOS)."""
+    import resource
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak if sys.platform == "darwin" else peak * 1024
+
+
+class PhaseProfiler:
+    """Time named phases of GRPO steps and sample RSS while they run.
+
+    ``with profiler.phase(name): ...`` adds the block's wall time to ``name`` in the current step's
+    record (phases nest; a phase entered twice in a step accumulates). A daemon thread samples RSS
+    every ``interval`` seconds and raises the peak of every phase open at that moment. Steps are
+    delimited by :meth:`step_begin` / :meth:`step_end` (a ``TrainerCallback`` calls them).
+    """
+
+    def __init__(self, interval: float = 0.005):
+        self.interval = interval
+        self.steps: list[dict[str, float]] = []
+        self.counts: list[dict[str, int]] = []
+        self.peaks: dict[str, int] = {}
+        self.start_rss = _rss_bytes()
+        self.train_begin_rss = 0
+        self.step_end_rss: list[int] = []
+        self.setup_peak_rss = 0
+        self._open: list[str] = []
+        self._current: dict[str, float] | None = None
+        self._current_counts: dict[str, int] | None = None
+        self._step_start = 0.0
+        self._stop = False
+        self._thread = None
+
+    def start_sampling(self) -> None:
+        import threading
+
+        self._thread = threading.Thread(target=self._sample, name="rss-sampler", daemon=True)
+        self._thread.start()
+
+    def stop_sampling(self) -> None:
+        self._stop = True
+        if self._thread is not None:
+            self._thread.join()
+
+    def _sample(self) -> None:
+        while not self._stop:
+            rss = _rss_bytes()
+            for name in list(self._open):
+                if rss > self.peaks.get(name, 0):
+                    self.peaks[name] = rss
+            time.sleep(self.interval)
+
+    @contextlib.contextmanager
+    def phase(self, name: str):
+        self._open.append(name)
+        rss = _rss_bytes()
+        self.peaks[name] = max(self.peaks.get(name, 0), rss)
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            seconds = time.perf_counter() - start
+            self._open.remove(name)
+            if self._current is not None:
+                self._current[name] = self._current.get(name, 0.0) + seconds
+
+    def count(self, name: str, value: int) -> None:
+        if self._current_counts is not None:
+            self._current_counts[name] = self._current_counts.get(name, 0) + value
+
+    def step_begin(self) -> None:
+        self._current, self._current_counts = {}, {}
+        self._open.append("step")
+        self._step_start = time.perf_counter()
+
+    def step_end(self) -> None:
+        if self._current is None:
+            return
+        self._current["step"] = time.perf_counter() - self._step_start
+        if "step" in self._open:
+            self._open.remove("step")
+        self.step_end_rss.append(_rss_bytes())
+        self.steps.append(self._current)
+        self.counts.append(self._current_counts)
+        self._current, self._current_counts = None, None
+
+
+@contextlib.contextmanager
+def instrument(profiler: PhaseProfiler):
+    """Wrap TRL's GRPO phases (and generation's prefill) with ``profiler`` phases, for the block only.
+
+    Patched: ``GRPOTrainer._generate`` (generation), ``_calculate_rewards`` (rewards),
+    ``compute_loss`` (loss_forward), ``training_step``, ``Accelerator.backward`` (backward),
+    ``GenerationMixin._prefill`` (prefill, inside generation only), and the ``profiling_context``
+    TRL's GRPO module opens around ``model.generate`` and each reward function (``generate``,
+    ``reward/<name>``). Everything is restored on exit.
+    """
+    import accelerate
+    from transformers.generation.utils import GenerationMixin
+    from trl.trainer import grpo_trainer
+
+    cls = grpo_trainer.GRPOTrainer
+    patches: list[tuple[Any, str, Any]] = []
+
+    def patch(owner, attr, make):
+        original = owner.__dict__[attr]
+        patches.append((owner, attr, original))
+        setattr(owner, attr, make(original))
+
+    def timed(name, counter=None):
+        def make(original):
+            @functools.wraps(original)
+            def wrapper(*args, **kwargs):
+                with profiler.phase(name):
+                    result = original(*args, **kwargs)
+                if counter is not None:
+                    counter(result)
+                return result
+
+            return wrapper
+
+        return make
+
+    def count_tokens(result):
+        completion_ids = result[1]  # (prompt_ids, completion_ids, ...)
+        profiler.count("completion_tokens", sum(len(ids) for ids in completion_ids))
+        profiler.count("completions", len(completion_ids))
+        profiler.count("max_completion_tokens", max((len(ids) for ids in completion_ids), default=0))
+
+    def make_prefill(original):
+        @functools.wraps(original)
+        def wrapper(*args, **kwargs):
+            if "generate" not in profiler._open:  # e.g. a cached-prompt scoring path, not the policy's
+                return original(*args, **kwargs)
+            with profiler.phase("prefill"):
+                return original(*args, **kwargs)
+
+        return wrapper
+
+    def make_profiling_context(original):
+        @contextlib.contextmanager
+        def wrapper(trainer, name):
+            if name == "transformers.generate":
+                label = "generate"
+            elif name in getattr(trainer, "reward_func_names", ()):
+                label = f"reward/{name}"
+            else:
+                label = f"trl/{name}"
+            with profiler.phase(label), original(trainer, name):
+                yield
+
+        return wrapper
+
+    patch(cls, "_generate", timed("generation", count_tokens))
+    patch(cls, "_calculate_rewards", timed("rewards"))
+    patch(cls, "compute_loss", timed("loss_forward"))
+    patch(cls, "training_step", timed("training_step"))
+    patch(accelerate.Accelerator, "backward", timed("backward"))
+    patch(GenerationMixin, "_prefill", make_prefill)
+    patches.append((grpo_trainer, "profiling_context", grpo_trainer.profiling_context))
+    grpo_trainer.profiling_context = make_profiling_context(grpo_trainer.profiling_context)
+    try:
+        yield profiler
+    finally:
+        for owner, attr, original in reversed(patches):
+            setattr(owner, attr, original)
+
+
+def _step_callback(profiler: PhaseProfiler):
+    from transformers import TrainerCallback
+
+    class StepTimer(TrainerCallback):
+        def on_train_begin(self, args, state, control, **kwargs):
+            profiler.train_begin_rss = _rss_bytes()
+            profiler.setup_peak_rss = _peak_rss_bytes()  # loading, data, warm start, trainer
+
+        def on_step_begin(self, args, state, control, **kwargs):
+            profiler.step_begin()
+
+        def on_step_end(self, args, state, control, **kwargs):
+            profiler.step_end()
+
+    return StepTimer()
+
+
+def _median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def _round(value: float | None, digits: int = 3) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+def summarize_phases(steps: list[dict[str, float]], counts: list[dict[str, int]]) -> dict[str, Any]:
+    """Median seconds and median share of the step for every phase over ``steps`` (the timed ones).
+
+    ``decode`` is ``generate`` minus ``prefill``; ``other`` is the step minus :data:`PHASES`;
+    ``rewards_other`` is the reward phase minus the reward functions (TRL's gathering and checks).
+    Shares are taken within each step, then the median over steps.
+    """
+    rows = []
+    for step, count in zip(steps, counts):
+        row = dict(step)
+        if "generate" in row:
+            row["decode"] = row["generate"] - row.get("prefill", 0.0)
+        row["other"] = row["step"] - sum(row.get(p, 0.0) for p in PHASES)
+        rewards = [k for k in row if k.startswith("reward/")]
+        if "rewards" in row:
+            row["rewards_other"] = row["rewards"] - sum(row[k] for k in rewards)
+        tokens = count.get("completion_tokens", 0)
+        if tokens and row.get("generation"):
+            row["tokens_per_s/generation"] = tokens / row["generation"]
+        if tokens and row.get("decode"):
+            # the first token of each completion comes out of the prefill
+            row["tokens_per_s/decode"] = max(tokens - count.get("completions", 0), 0) / row["decode"]
+        rows.append(row)
+    names = sorted({k for row in rows for k in row if not k.startswith("tokens_per_s/")})
+    seconds = {n: _round(_median([r[n] for r in rows if n in r])) for n in names}
+    shares = {
+        n: _round(_median([r[n] / r["step"] for r in rows if n in r and r["step"] > 0]), 4)
+        for n in names
+        if n not in ("step", "training_step")
+    }
+    rates = sorted({k for row in rows for k in row if k.startswith("tokens_per_s/")})
+    token_counts = sorted({k for count in counts for k in count})
+    return {
+        "median_s": seconds,
+        "median_share_of_step": shares,
+        "per_step_s": [{k: _round(v) for k, v in sorted(r.items())} for r in rows],
+        "tokens_per_s": {
+            k.split("/", 1)[1]: _round(_median([r[k] for r in rows if k in r]), 1) for k in rates
+        },
+        "tokens": {k: [c.get(k, 0) for c in counts] for k in token_counts},
+    }
+
+
+def run_phases(recipe, model: str, work: Path, args, extra: list[str]) -> dict[str, Any]:
+    """One recipe run on the demo config with :func:`instrument`; the ``--phases`` JSON."""
+    steps = args.warmup_steps + args.phase_steps
+    argv = [
+        "--config", str(ROOT / "recipes" / "configs" / "cpu_demo.yaml"),
+        "--model_name_or_path", model, "--output_dir", str(work / "phases"), "--max_steps", str(steps),
+        "--save_strategy", "no", "--logging_steps", "1", "--disable_tqdm", "true", "--report_to", "none",
+        *extra,
+    ]  # fmt: skip
+    profiler = PhaseProfiler()
+    profiler.start_sampling()
+    load_before = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    start = time.perf_counter()
+    try:
+        with instrument(profiler), contextlib.redirect_stdout(sys.stderr):
+            script_args, training_args, model_args = recipe.parse_args(argv)
+            trainer = recipe.main(
+                script_args, training_args, model_args, callbacks=[_step_callback(profiler)]
+            )
+    finally:
+        profiler.stop_sampling()
+    wall = time.perf_counter() - start
+    if len(profiler.steps) < steps:
+        raise RuntimeError(f"expected {steps} steps, recorded {len(profiler.steps)}")
+    timed = profiler.steps[args.warmup_steps :]
+    summary = summarize_phases(timed, profiler.counts[args.warmup_steps :])
+    trl_step_time = [e["step_time"] for e in trainer.state.log_history if "step_time" in e]
+    gib = 1024**3
+    return {
+        "benchmark": "grpo_step_phases",
+        "model": "tiny-llama" if args.tiny else model,
+        "config": "recipes/configs/cpu_demo.yaml",
+        "recipe_args": extra,
+        "rewards": list(script_args.reward_funcs),
+        "cros_num_scrambles": script_args.cros_num_scrambles,
+        "num_generations": trainer.num_generations,
+        "per_device_train_batch_size": training_args.per_device_train_batch_size,
+        "max_completion_length": training_args.max_completion_length,
+        "activation_checkpointing": bool(getattr(training_args, "activation_checkpointing", False)),
+        "warmup_steps": args.warmup_steps,
+        "timed_steps": len(timed),
+        "torch": torch.__version__,
+        "torch_threads": torch.get_num_threads(),
+        "cpu_count": os.cpu_count(),
+        "load_average_1m": {
+            "before": _round(load_before, 2),
+            "after": round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None,
+        },
+        "platform": platform.platform(),
+        "run_wall_s": round(wall, 1),
+        **summary,
+        "trl_step_time_s": [round(t, 3) for t in trl_step_time],
+        "memory_gib": {
+            "rss_at_start": round(profiler.start_rss / gib, 3),
+            "rss_at_train_begin": round(profiler.train_begin_rss / gib, 3),
+            "peak_rss_before_train": round(profiler.setup_peak_rss / gib, 3),
+            "rss_at_step_end": [round(v / gib, 3) for v in profiler.step_end_rss],
+            "peak_rss_in_phase": {k: round(v / gib, 3) for k, v in sorted(profiler.peaks.items())},
+            "process_peak_rss": round(_peak_rss_bytes() / gib, 3),
+        },
+    }
 
 
 def run(
@@ -163,13 +503,22 @@ def main() -> None:
     parser.add_argument(
         "--recipe_args", default="", help="further recipe flags for every configuration, one string"
     )
+    parser.add_argument(
+        "--phases",
+        action="store_true",
+        help="per-phase time and RSS of one run on the demo config (see above)",
+    )
+    parser.add_argument("--warmup_steps", type=int, default=1, help="--phases: untimed steps first")
+    parser.add_argument("--phase_steps", type=int, default=3, help="--phases: timed steps (median taken)")
     args = parser.parse_args()
+    if args.phases and (args.warmup_steps < 0 or args.phase_steps < 1):
+        parser.error("--phases needs --warmup_steps >= 0 and --phase_steps >= 1")
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     recipe = load_recipe()
     work = Path(tempfile.mkdtemp(prefix="bench_step_"))
     model = args.model
-    extra = ["--mixture", "{}"]  # causal rows only: every reward applies
+    extra: list[str] = []
     if args.tiny:
         from faithgrpo.testing import save_tiny_causal_lm
 
@@ -190,6 +539,10 @@ def main() -> None:
         g = str(args.num_generations)
         extra += ["--num_generations", g, "--per_device_train_batch_size", g]
     extra += shlex.split(args.recipe_args)
+    if args.phases:  # the demo config's own rows and rewards
+        print(json.dumps(run_phases(recipe, model, work, args, extra), indent=2))
+        return
+    extra = ["--mixture", "{}", *extra]  # causal rows only: every reward applies
 
     configs = {"base": (["outcome", "format"], 4)} | {f"full_m{m}": (FULL, m) for m in args.scrambles}
     # One untimed step first: the process's first forward/generate pays one-off allocation costs.

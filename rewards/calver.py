@@ -89,7 +89,15 @@ from faithgrpo.tasks.graph import (
     node_sort_key,
     parse_graph,
 )
-from faithgrpo.tasks.queries import QUERY_KINDS, QueryKind, format_query, parse_node_set, query_matches
+from faithgrpo.tasks.queries import (
+    QUERY_KINDS,
+    QueryKind,
+    _load_problem_text,
+    _valid_value,
+    format_query,
+    parse_node_set,
+    query_matches,
+)
 
 __all__ = [
     "CHECK_NAMES",
@@ -229,6 +237,8 @@ class CalverProblem:
     mode: str
     kind: QueryKind | None
     query_nodes: frozenset[str] = frozenset()
+    #: the JSON text the problem was prepared from (None for a dict); see :attr:`_shared_text`
+    source: str | None = field(default=None, repr=False)
 
     @functools.cached_property
     def local_set(self) -> frozenset[str]:
@@ -281,8 +291,30 @@ class CalverProblem:
                 return False
             return psi is None or abs(psi - self.true_ate) <= float(q.get("tolerance", 0.01))
         if graph is self.graph and self._query_fits:  # check_query already passed on these inputs
+            if self._shared_text is not None:
+                # the outcome grader's memo (keyed by the problem text and the value): an answer it
+                # graded is not checked again here, and vice versa
+                return _valid_value(self._shared_text, value)
             return self.kind._valid_checked(graph, self.query, value, self.cpts)
         return self.kind.is_valid(graph, self.query, value, self.cpts)
+
+    @functools.cached_property
+    def _shared_text(self) -> str | None:
+        """:attr:`source` when the outcome grader reads exactly this graph, query and CPTs from it.
+
+        ``queries._valid_value(source, value)`` is then ``kind._valid_checked`` on inputs equal to
+        ours (same node order, edge sets, query dict and CPTs; the query had no answer-like field to
+        strip), a pure function of them, so its memo may answer for this problem too.
+        """
+        if self.source is None or self.graph is None or self.kind is None:
+            return None
+        try:
+            graph, query, cpts = _load_problem_text(self.source)
+        except Exception:  # the grader cannot read it: check on our own inputs
+            return None
+        mine = (self.graph.kind, self.graph.nodes, self.graph.directed, self.graph.bidirected)
+        same = mine == (graph.kind, graph.nodes, graph.directed, graph.bidirected)
+        return self.source if same and query == self.query and cpts == self.cpts else None
 
     @functools.cached_property
     def _query_fits(self) -> bool:
@@ -332,10 +364,10 @@ def _prepare_json(text: str) -> CalverProblem:
         raise ValueError(f"problem is not valid JSON: {exc}") from None
     if not isinstance(problem, Mapping):
         raise ValueError("problem JSON must be an object with 'graph' and 'query'")
-    return _prepare(strip_answer_fields(problem))
+    return _prepare(strip_answer_fields(problem), text)
 
 
-def _prepare(clean: dict[str, Any]) -> CalverProblem:
+def _prepare(clean: dict[str, Any], source: str | None = None) -> CalverProblem:
     view = {k: clean[k] for k in _SCORER_FIELDS if clean.get(k) is not None}
     mode = view.get("mode", "supplied")
     if mode not in MODES:
@@ -355,7 +387,7 @@ def _prepare(clean: dict[str, Any]) -> CalverProblem:
     for role in kind.roles:
         value = query.get(role)
         nodes.update([value] if isinstance(value, str) else value or ())
-    prepared = CalverProblem(graph, dict(query), cpts, mode, kind, frozenset(nodes))
+    prepared = CalverProblem(graph, dict(query), cpts, mode, kind, frozenset(nodes), source)
     if kind.name == "ate":
         _ = prepared.true_ate  # a problem whose effect cannot be computed is malformed: raise now
     return prepared

@@ -39,9 +39,23 @@ _LABEL_RE = re.compile(
     r"^[ \t>*#_\-]*(GRAPH|QUERY|STRATEGY|DERIVATION|RESULT)[ \t*_]*:[ \t*_]*(.*)$",
     re.IGNORECASE | re.MULTILINE,
 )
+# _LABEL_RE led by the newline before the line instead of "^": a literal first character, which the
+# regex engine scans for at C speed. On "\n" + body it matches exactly where _LABEL_RE matches on body
+# (line starts are position 0 and after each "\n"), shifted by one; the rest of the pattern is the same.
+_NL_LABEL_RE = re.compile(
+    r"\n[ \t>*#_\-]*(GRAPH|QUERY|STRATEGY|DERIVATION|RESULT)[ \t*_]*:[ \t*_]*(.*)$",
+    re.IGNORECASE | re.MULTILINE,
+)
 _QUERY_RE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]{0,40})\s*\((.{0,2000})\)\s*\.?\s*$", re.DOTALL)
 _ARG_RE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]{0,40})\s*=\s*(.+?)\s*$", re.DOTALL)
 _BULLET_RE = re.compile(r"^\s*(?:[-*•]|\d{1,3}[.)]|Step\s+\d{1,3}\s*:)\s*", re.IGNORECASE)
+# In text whose only line break is "\n", str.splitlines() splits exactly at each "\n", and _BULLET_RE on
+# a line is this pattern after the "\n" before it (\s, which cannot meet a line break inside a line,
+# becomes "whitespace but \n" so that no match leaves its line): one sub strips every line's bullet.
+_NL_BULLET_RE = re.compile(
+    r"\n[^\S\n]*(?:[-*•]|\d{1,3}[.)]|Step[^\S\n]+\d{1,3}[^\S\n]*:)[^\S\n]*", re.IGNORECASE
+)
+_OTHER_BREAK_RE = re.compile("[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")  # str.splitlines' other breaks
 
 
 @dataclass(frozen=True)
@@ -116,12 +130,13 @@ def parse_trace(text: str, *, max_chars: int = DEFAULT_MAX_CHARS) -> Trace:
     body = text[think[0] : think[1]] if think else text
 
     # labels inside <think> (matched in the body, so one right after "<think>" starts a line) and outside
-    inside = list(_LABEL_RE.finditer(body))
+    # (label, first-line text, start, end) of each label line, offsets into body
+    inside = [(m[1], m[2], m.start(), m.end() - 1) for m in _NL_LABEL_RE.finditer("\n" + body)]
     # a label before "<think>" or from "</think>" on (search with pos/endpos reads like the slices
     # text[:start] and text[end:]: "</think>" itself cannot start a label)
     if think and (_LABEL_RE.search(text, 0, think[0] - 7) or _LABEL_RE.search(text, think[1])):
         problems.append("a slot label appears outside <think>")
-    labels = [m.group(1).upper() for m in inside]
+    labels = [m[0].upper() for m in inside]
     for label in SLOT_LABELS:
         count = labels.count(label)
         if count > 1:
@@ -131,24 +146,25 @@ def parse_trace(text: str, *, max_chars: int = DEFAULT_MAX_CHARS) -> Trace:
         problems.append(f"slot labels out of order: {', '.join(present)} (expected {', '.join(SLOT_LABELS)})")
 
     slots: dict[str, str] = {}
-    for i, match in enumerate(inside):
+    for i, (_, first, _, match_end) in enumerate(inside):
         label = labels[i]
-        end = inside[i + 1].start() if i + 1 < len(inside) else len(body)
+        end = inside[i + 1][2] if i + 1 < len(inside) else len(body)
         if think is None and i + 1 == len(inside):
-            cut = body.find("<answer>", match.end())
+            cut = body.find("<answer>", match_end)
             end = cut if cut >= 0 else len(body)
         if label not in slots:
-            slots[label] = (match.group(2) + body[match.end() : end]).strip()
+            slots[label] = (first + body[match_end:end]).strip()
 
     derivation = None
     if slots.get("DERIVATION"):
         # _BULLET_RE is anchored at the start (no MULTILINE): one match at most, so slicing it off
         # equals re.sub
-        bullet = _BULLET_RE.match
-        lines = [
-            (line[m.end() :] if (m := bullet(line)) else line).strip()
-            for line in slots["DERIVATION"].splitlines()
-        ]
+        slot = slots["DERIVATION"]
+        if _OTHER_BREAK_RE.search(slot):
+            bullet = _BULLET_RE.match
+            lines = [(line[m.end() :] if (m := bullet(line)) else line).strip() for line in slot.splitlines()]
+        else:  # "\n" is the only line break: strip every line's bullet in one pass (see _NL_BULLET_RE)
+            lines = [line.strip() for line in _NL_BULLET_RE.sub("\n", "\n" + slot).split("\n")]
         derivation = tuple(line for line in lines if line) or None
     return Trace(
         graph=slots.get("GRAPH") or None,

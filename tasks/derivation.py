@@ -193,6 +193,10 @@ class DerivationReport:
 
 # ---------------------------------------------------------------------------------------------
 # parsing
+# A path's parse depends only on its text, and the same path shows up in many claim lines (other
+# given sets, statuses, leads). Safe to share: a Path is frozen (tuples of str) and the key is the
+# text itself; the claim patterns cap a path at 1,500 characters and the cache at 8,192 entries.
+@functools.lru_cache(maxsize=8_192)
 def _path(text: str) -> Path | None:
     try:
         return parse_path(text.strip(), max_nodes=128, max_chars=1500)

@@ -139,7 +139,14 @@ class CausalGraph:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "nodes", tuple(self.nodes))
-        object.__setattr__(self, "directed", frozenset((a, b) for a, b in self.directed))
+        pairs = list(self.directed)
+        if set(map(type, pairs)) <= {tuple} and set(map(len, pairs)) <= {2}:
+            # already plain 2-tuples (checked at C speed): the same frozenset, built in the same order,
+            # as the unpacking below, which only re-creates equal tuples
+            directed = frozenset(pairs)
+        else:
+            directed = frozenset((a, b) for a, b in pairs)
+        object.__setattr__(self, "directed", directed)
         bidirected = set()
         for pair in self.bidirected:
             a, b = tuple(pair)
@@ -474,8 +481,9 @@ def parse_graph(
     n_edges = 0
     prev: str | None = None  # last node of the current chain
     pending: str | None = None  # arrow group waiting for its right-hand node
-    # one pass over the lexemes; `and` and , ; newline end a chain
-    for m in _LEX_RE.finditer(text):
+    plain = _plain_edges(text, order, directed, bidirected, max_nodes, max_edges)
+    # one pass over the lexemes; `and` and , ; newline end a chain (text _plain_edges read is done)
+    for m in () if plain else _LEX_RE.finditer(text):
         group, tok = m.lastgroup, m.group()
         if group == "node" and tok == "and":
             group = "sep"
@@ -521,6 +529,50 @@ def parse_graph(
         kind = "ADMG" if bidirected else ("DAG" if acyclic else "DG")
     g = CausalGraph(kind, nodes_t, frozenset(directed), frozenset(bidirected))
     return g._validate(check_names=False, acyclic=acyclic) if validate else g
+
+
+# The common plain form "A -> B; C <-> D, E" (single spaces, one item per separator, no chains),
+# checked with one linear regex and cut with str.split instead of the lexer loop; anything else (and
+# any text the loop would reject) goes to the lexer.
+_PLAIN_ITEM = r"[A-Za-z0-9_]+(?: <?-> [A-Za-z0-9_]+)?"
+_PLAIN_GRAPH_RE = re.compile(rf"{_PLAIN_ITEM}(?:[,;] {_PLAIN_ITEM})*")
+
+
+def _plain_edges(
+    text: str,
+    order: dict[str, None],
+    directed: set[tuple[str, str]],
+    bidirected: set[tuple[str, str]],
+    max_nodes: int,
+    max_edges: int,
+) -> bool:
+    """Fill ``order``/``directed``/``bidirected`` as the lexer loop of :func:`parse_graph` would.
+
+    Only for text in the plain form, and only when the loop would raise nothing: returns False
+    (and leaves the three containers untouched) otherwise, so the loop reads the text instead. Same
+    insertions in the same order as the loop (first-appearance node order, identical sets).
+    """
+    if len(text) > 4_000 or not _PLAIN_GRAPH_RE.fullmatch(text):
+        return False
+    # in the plain form every "," and ";" is a separator followed by one space, and every space
+    # inside an item is around its arrow: an item splits into [node] or [node, arrow, node]
+    items = [item.split(" ") for item in text.replace(";", ",").split(", ")]
+    if len(items) > max_edges:
+        return False
+    new_order = dict(order)
+    for item in items:
+        a, b = item[0], item[-1]
+        if a == "and" or b == "and" or (len(item) == 3 and a == b):
+            return False  # "and" separates; a self loop raises: the loop decides
+        new_order[a] = None
+        new_order[b] = None
+    if len(new_order) > max_nodes:
+        return False
+    order.update(new_order)  # new_order extends order: the same keys in the same order as the loop's
+    for item in items:  # set.add in text order, as the loop does (same sets, same layout)
+        if len(item) == 3:
+            (directed if item[1] == "->" else bidirected).add((item[0], item[2]))
+    return True
 
 
 def _context(text: str, m: re.Match) -> str:

@@ -1127,6 +1127,24 @@ def _parse_claim(line: str, puzzle: KKPuzzle) -> tuple[KKClaim | None, str | Non
     return _memoised(puzzle, ("claim", body), body, _parse_claim_body, body, puzzle)
 
 
+def _assigned_roles(text: str, puzzle: KKPuzzle) -> tuple[tuple[int, bool], ...] | None:
+    """The ``(person, role)`` pairs of an assignment's role list, as :func:`_parse_claim_body` reads
+    them; ``None`` when it would report an error (it then words the reason itself)."""
+    items = [item for item in re.split(r"[,;]", text) if item.strip()]
+    if not items or len(items) > puzzle.n_people:
+        return None
+    roles: dict[int, bool] = {}
+    for item in items:
+        pair = _CLAIM_ITEM_RE.fullmatch(item)
+        if not pair:
+            return None
+        index, role = puzzle.person(pair.group(1)), puzzle.role(pair.group(2))
+        if index is None or role is None or index in roles:
+            return None
+        roles[index] = role
+    return tuple(roles.items())
+
+
 def _parse_claim_body(body: str, puzzle: KKPuzzle) -> tuple[KKClaim | None, str | None]:
     if _ASSIGN_START_RE.match(body):
         match = _ASSIGN_CLAIM_RE.fullmatch(body)
@@ -1135,6 +1153,20 @@ def _parse_claim_body(body: str, puzzle: KKPuzzle) -> tuple[KKClaim | None, str 
                 f"{body[:60]!r} is not a claim; write 'assignment {{Name: role, ...}} is consistent' "
                 "or '... is inconsistent'"
             )
+        # the same role list comes with many tails (citations) and leads: its parse is memoised on
+        # its own text when it has no error (an error names the whole body: that path runs in full)
+        roles_text = match.group(1)
+        known = _memoised(puzzle, ("roles", roles_text), roles_text, _assigned_roles, roles_text, puzzle)
+        if known is not None:
+            kind = "inconsistent" if match.group(2) else "consistent"
+            tail = match.group(3)
+            cites, why = _memoised(puzzle, ("cites", tail), tail, _cites, tail, puzzle)
+            if why:
+                return None, why
+            if cites is None or (kind == "consistent" and cites):
+                allowed = "nothing or '<Name>'s statement'" if kind == "inconsistent" else "nothing"
+                return None, f"{body[:60]!r}: after 'is {kind}' write {allowed}"
+            return KKClaim(kind, known, cites), None
         items = [item for item in re.split(r"[,;]", match.group(1)) if item.strip()]
         if not items:
             return None, f"{body[:60]!r} assigns no one"
@@ -1168,7 +1200,8 @@ def _parse_claim_body(body: str, puzzle: KKPuzzle) -> tuple[KKClaim | None, str 
     if not match or match.group(2).casefold() not in _ROLE_SET:
         return None, None  # prose
     name, word = match.group(1), match.group(2)
-    cites, why = _cites(match.group(3), puzzle)
+    tail = match.group(3)
+    cites, why = _memoised(puzzle, ("cites", tail), tail, _cites, tail, puzzle)
     if cites is None and why is None:
         return None, None  # "Ava is a knight if ..." is prose
     if name.casefold() in _PROSE_SUBJECTS:
@@ -1420,21 +1453,57 @@ def _tokenize_line(line: str) -> tuple[str, ...]:
 _line_tokens = functools.lru_cache(maxsize=16_384)(_tokenize_line)
 
 
-def _check_derivation(
-    body: str, puzzle: KKPuzzle, assignment: Assignment | None, answer: str | None
-) -> str | None:
-    """Why the DERIVATION is not a certificate of the trace's answer (``None`` when it is).
+# Role references on ASCII text, found from their "=" / "(" (literal-led patterns, which the regex
+# engine scans for at C speed) instead of tokenizing the whole body. A reference is the token scan's
+# (see _role_ref_problem): tokens are the maximal runs of \w and the single characters = ( ), and
+# everything else (spaces, punctuation, line breaks) only separates them. "Name = role": "=" followed
+# by a role-word token, whose previous token is a word; "role(Name)": "(" with the next token and a
+# ")" after it, whose previous token is a role word. Overlapping matches are found (lookaheads).
+_NON_TOKEN = r"[^\w=()]*"
+_EQ_ROLE_RE = re.compile(r"=(?=" + _NON_TOKEN + "(" + "|".join(_ROLE_WORDS) + r")(?!\w))", re.ASCII)
+_PAREN_ARG_RE = re.compile(r"\((?=" + _NON_TOKEN + r"(\w+|[=()])" + _NON_TOKEN + r"\))", re.ASCII)
+_REV_WORD_RE = re.compile(_NON_TOKEN + r"(\w+)", re.ASCII)  # the token before a position, read reversed
 
-    Passes when (a) there is at least one claim, (b) every claim is true (see :func:`_certify`),
-    (c) the claims leave exactly one assignment open, and it is the ASSIGNMENT (or, without a usable
-    ASSIGNMENT, the ``<answer>``). Role references in prose (``Name=role``, ``role(Name)``) must
-    name the puzzle's people and roles too.
+
+def _role_refs_ok(low: str, puzzle: KKPuzzle) -> bool:
+    """True when every role reference of the lowered ASCII text names a person and a puzzle role.
+
+    Finds every reference the token scan of :func:`_role_ref_problem` finds (possibly more, never
+    fewer), so True means that scan finds no problem; False sends the caller to that scan, which
+    words the reason exactly as before.
     """
+    if "=" not in low and "(" not in low:
+        return True
+    rev = low[::-1]
+    n = len(low)
+    for m in _EQ_ROLE_RE.finditer(low):
+        prev = _REV_WORD_RE.match(rev, n - m.start())  # the word token before "=", if any
+        if prev is not None and (
+            puzzle.person(prev.group(1)[::-1]) is None or m.group(1) not in puzzle._roles
+        ):
+            return False
+    for m in _PAREN_ARG_RE.finditer(low):
+        prev = _REV_WORD_RE.match(rev, n - m.start())  # a role word right before "("?
+        role = prev.group(1)[::-1] if prev is not None else None
+        if role in _ROLE_SET and (puzzle.person(m.group(1)) is None or role not in puzzle._roles):
+            return False
+    return True
+
+
+def _role_ref_problem(body: str, puzzle: KKPuzzle) -> str | None:
+    """The first role reference (``Name=role``, ``role(Name)``) naming no person or no puzzle role."""
     # One tokenizing pass; role references are found by looking around each role word. No token
     # spans a line break, so the body's tokens are its lines' tokens, in order (lines repeat a lot).
-    tokens: list[str] = []
-    for line in body.splitlines():
-        tokens.extend(_line_tokens(line) if len(line) <= _MEMO_KEY_CHARS else _tokenize_line(line))
+    if body.isascii():
+        # ASCII line breaks (\n \r \v \f \x1c-\x1e) are not token characters, so one pass over the
+        # whole lowered body gives exactly the lines' tokens, concatenated (one C call, no per-line work)
+        tokens: list[str] = _ASCII_TOKEN_RE.findall(body.lower())
+    else:
+        tokens = []
+        for line in body.splitlines():
+            tokens.extend(_line_tokens(line) if len(line) <= _MEMO_KEY_CHARS else _tokenize_line(line))
+    if "=" not in tokens and "(" not in tokens:
+        tokens = []  # a role reference needs "=" before or "(" after its role word: nothing to look at
     # visit only the role words (picked out at C speed: most tokens are not role words)
     for k in itertools.compress(range(len(tokens)), map(_ROLE_SET.__contains__, tokens)):
         token = tokens[k]
@@ -1448,6 +1517,23 @@ def _check_derivation(
                 return f"refers to {name[:30]!r}, who is not in this puzzle"
             if token not in puzzle._roles:
                 return f"uses role {token!r}, which is not knight/knave or {puzzle.knight}/{puzzle.knave}"
+    return None
+
+
+def _check_derivation(
+    body: str, puzzle: KKPuzzle, assignment: Assignment | None, answer: str | None
+) -> str | None:
+    """Why the DERIVATION is not a certificate of the trace's answer (``None`` when it is).
+
+    Passes when (a) there is at least one claim, (b) every claim is true (see :func:`_certify`),
+    (c) the claims leave exactly one assignment open, and it is the ASSIGNMENT (or, without a usable
+    ASSIGNMENT, the ``<answer>``). Role references in prose (``Name=role``, ``role(Name)``) must
+    name the puzzle's people and roles too.
+    """
+    if not (body.isascii() and _role_refs_ok(body.lower(), puzzle)):
+        why = _role_ref_problem(body, puzzle)
+        if why:
+            return why
     remaining, why = _certify(body, puzzle)
     if why:
         return why

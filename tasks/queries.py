@@ -134,6 +134,20 @@ def parse_node_set(text: Any) -> frozenset[str] | None:
         >>> sorted(parse_node_set("{'U', 'V'}")), parse_node_set("set()"), parse_node_set("{A} or {B}")
         (['U', 'V'], frozenset(), None)
     """
+    if type(text) is str and len(text) <= _MEMO_TEXT_CHARS:
+        return _node_set_of_text(text)
+    return _parse_node_set(text)
+
+
+# Claims, RESULTs and answers repeat the same few sets ("{H}") across a prompt's completions. The
+# parse is a pure function of the text, the result a frozenset of str (immutable) or None; keyed by
+# the text (at most _MEMO_TEXT_CHARS), bounded entries.
+@functools.lru_cache(maxsize=8_192)
+def _node_set_of_text(text: str) -> frozenset[str] | None:
+    return _parse_node_set(text)
+
+
+def _parse_node_set(text: Any) -> frozenset[str] | None:
     s = _clean(text)
     if s is None:
         return None

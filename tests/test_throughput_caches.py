@@ -10,11 +10,14 @@ from __future__ import annotations
 import copy
 import json
 
+import pytest
+
 from faithgrpo.rewards import calver
 from faithgrpo.rewards.calver import prepare_problem, score_trace
+from faithgrpo.rewards.trace import parse_trace
 from faithgrpo.tasks import knights_knaves as kk
 from faithgrpo.tasks.derivation import check_derivation, derivation_context, parse_claim
-from faithgrpo.tasks.graph import parse_graph
+from faithgrpo.tasks.graph import CausalGraph, GraphParseError, parse_graph
 from faithgrpo.tasks.queries import grade_answer, normalize_answer
 
 PROBLEM = {
@@ -116,3 +119,88 @@ def test_kk_puzzles_are_shared_by_content_and_checks_do_not_leak():
     assert [kk.check_kk_trace(t, puzzle).as_dict() for t in (gold, bad, gold)] == fresh
     assert fresh[0]["total"] == 6 and fresh[1]["total"] < 6
     assert len(puzzle._memo) <= kk._MEMO_ENTRIES
+
+
+# -- fast paths (issue 15, cold pass): each must give exactly what the general path gives ------------
+def _graph_outcome(text: str, **kwargs) -> tuple:
+    try:
+        g = parse_graph(text, **kwargs)
+    except GraphParseError as exc:
+        return ("error", str(exc).split(" near ")[0])  # the context quotes the text itself
+    return (g.kind, g.nodes, list(g.directed), list(g.bidirected))
+
+
+def test_plain_graph_text_parses_as_the_lexer_reads_it():
+    # newline separators send the same edges through the lexer loop: node order, edge sets (in
+    # iteration order) and errors must be the same as the plain fast path's
+    texts = [
+        "C -> B, C -> Q, E -> Q, H -> B, B <-> W, Z",
+        "B <-> W; W -> C; C -> B; H -> B; U",
+        "A -> B, A -> B, B -> A",  # duplicate edge; a cycle (kind DG when inferred)
+        "A -> A, B -> C",  # self loop
+        "A -> and, B -> C",  # "and" separates in the lexer
+        "X1 -> X10; X2 <-> X1",
+        "A -> B, C -> D, E -> F",  # over max_edges / max_nodes below
+    ]
+    for text in texts:
+        lexed = text.replace(", ", "\n").replace("; ", "\n")
+        for kwargs in ({}, {"kind": "ADMG"}, {"validate": False}, {"max_edges": 2}, {"max_nodes": 4},
+                       {"nodes": ["Q", "A"]}):  # fmt: skip
+            assert _graph_outcome(text, **kwargs) == _graph_outcome(lexed, **kwargs), (text, kwargs)
+
+
+def test_graph_edges_keep_their_iteration_order_whatever_the_container():
+    # 2-tuples take the constructor's fast path, lists and a generator the unpacking one: the same
+    # edges in the same order must give the same frozenset, iteration order included
+    edges = [(f"N{i}", f"N{(i * 7) % 23}") for i in range(40)]
+    nodes = [f"N{i}" for i in range(40)]
+    reference = list(CausalGraph("DG", nodes, [list(e) for e in edges]).directed)
+    for container in (list(edges), tuple(edges), (e for e in edges)):
+        assert list(CausalGraph("DG", nodes, container).directed) == reference
+    with pytest.raises(ValueError):
+        CausalGraph("DG", nodes, [("A", "B", "C")])
+
+
+def test_kk_role_reference_fast_path_agrees_with_the_token_scan():
+    puzzle = kk.kk_puzzle(copy.deepcopy(META))
+    bodies = [
+        "Ava=knight, Noah=knave",
+        "Zed=knight",  # not in the puzzle
+        "Ava = villain",  # not this puzzle's role
+        "knight(Zed) and knave(Noah)",
+        "Ava =\nknight",  # a reference across a line break
+        "knave(()",
+        "x = y = knight",
+        "knight ( Ava ) is fine; Noah's statement",
+        "no references here",
+    ]
+    for body in bodies:
+        slow = kk._role_ref_problem(body, puzzle)
+        fast_ok = kk._role_refs_ok(body.lower(), puzzle)
+        assert not (fast_ok and slow), body  # the fast path never passes what the scan rejects
+        if slow is None:
+            assert fast_ok, body  # and only falls back when the scan may have something to say
+    assert "zed" in kk._role_ref_problem("Zed=knight", puzzle)
+
+
+def test_derivation_bullets_strip_the_same_with_any_line_break():
+    body = "- a\n  * b\n12. c\nStep 3: d\n1) e\n\n  Step\t4 : f\n1234. g\n• h\nStep\n3: i\n-\n- j"
+    want = ("a", "b", "c", "d", "e", "f", "1234. g", "h", "Step", "3: i", "j")
+    for br in ("\n", "\r\n", "\u2028", "\x0b"):
+        text = (
+            "<think>GRAPH: A -> B\nDERIVATION:\n"
+            + body.replace("\n", br)
+            + "\nRESULT: {A}</think><answer>{A}</answer>"
+        )
+        assert parse_trace(text).derivation == want, repr(br)
+
+
+def test_calver_shares_the_graders_validity_only_for_the_same_inputs():
+    text = json.dumps(PROBLEM)
+    assert calver._prepare_json(text)._shared_text == text
+    hinted = json.dumps(dict(PROBLEM, query=dict(PROBLEM["query"], answer="{M}")))
+    assert calver._prepare_json(hinted)._shared_text is None  # its query loses a field when prepared
+    assert prepare_problem(copy.deepcopy(PROBLEM))._shared_text is None  # a dict has no source text
+    for t in (trace(), trace("{M}"), trace("{U, W}")):
+        assert score_trace(t, text).as_dict() == score_trace(t, copy.deepcopy(PROBLEM)).as_dict()
+        assert score_trace(t, hinted).as_dict() == score_trace(t, copy.deepcopy(PROBLEM)).as_dict()

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from faithgrpo.eval.adapters import check_task, task_rows
+from faithgrpo.eval.generation import BACKENDS, ENGINES  # torch-free at import
 from faithgrpo.eval.hints import HINT_TYPES, parse_hint_types
 from faithgrpo.eval.options import (
     CheckpointAction,
@@ -39,8 +40,6 @@ __all__ = [
     "config_from_args",
 ]
 
-BACKENDS = ("transformers", "vllm")
-ENGINES = ("auto", "decode", "generate")  # faithgrpo.eval.generation.ENGINES (kept torch-free here)
 CROS_REFERENCES = ("base", "self")
 AOC_MODES = ("teacher_forced", "decode")
 LABEL_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")

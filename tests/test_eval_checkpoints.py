@@ -141,7 +141,7 @@ def test_engine_option_is_validated_and_reaches_the_generator(monkeypatch, tmp_p
         _parser().parse_args(["eval", "--out", "o", "--engine", "beam"])
     with pytest.raises(ValueError, match=r"^--engine must be one of auto, decode, generate, got 'beam'$"):
         EvalConfig(engine="beam").validate()
-    assert set(generation.ENGINES) == {"auto", "decode", "generate"}  # the config's copy stays in step
+    assert set(generation.ENGINES) == {"auto", "decode", "generate"}
     seen = {}
 
     def fake_cached_generate(path, load, prompts, ids, settings, metadata, **kwargs):

@@ -224,6 +224,30 @@ def test_sample_frequencies_follow_softmax_over_temperature(temperature, top_p):
     assert chi2 < 25.7, (chi2, counts.tolist(), (n * expected).tolist())
 
 
+def test_sample_frequencies_over_a_full_size_vocabulary():
+    # 49,152 tokens (SmolLM2's vocabulary): the float64 cumulative sums keep small probabilities
+    generator = torch.Generator().manual_seed(2)
+    logits = torch.randn(1, 49152, generator=generator) * 2
+    logits[0, :4] = torch.tensor([16.0, 15.0, 13.0, 12.0])  # the other 49,148 tokens: ~3 % together
+    probs = logits.softmax(-1)[0].double()
+    n = 20000
+    draws = torch.tensor(sample_tokens(logits.expand(n, -1), 1.0, 1.0, [generator] * n))
+    observed = torch.stack([(draws == t).sum() for t in range(4)] + [(draws >= 4).sum()]).double()
+    expected = n * torch.cat([probs[:4], probs[4:].sum()[None]])
+    assert expected.min() > 5  # every bucket is large enough for the chi-square approximation
+    chi2 = (((observed - expected) ** 2) / expected).sum().item()
+    assert chi2 < 23.5, (chi2, observed.tolist(), expected.tolist())  # 99.99th percentile, 4 d.o.f.
+
+
+def test_a_uniform_draw_at_the_top_of_the_range_lands_on_the_last_live_token(monkeypatch):
+    # u * total can round up to total; the draw must still be a token with non-zero probability
+    logits = torch.tensor([[1.0, 2.0, 0.5, -float("inf"), -float("inf")]])
+    monkeypatch.setattr(torch, "rand", lambda *a, **k: torch.tensor(1.0, dtype=torch.float64))
+    assert sample_tokens(logits, 1.0, 1.0, [torch.Generator()]) == [2]
+    monkeypatch.setattr(torch, "rand", lambda *a, **k: torch.tensor(0.0, dtype=torch.float64))
+    assert sample_tokens(logits, 1.0, 1.0, [torch.Generator()]) == [0]
+
+
 def test_greedy_is_argmax():
     logits = torch.tensor([[0.1, 3.0, -1.0], [5.0, 4.0, 4.5]])
     assert sample_tokens(logits, 0.0, 1.0, [None, None]) == [1, 0]

@@ -77,7 +77,6 @@ from faithgrpo.rewards.trace import DEFAULT_MAX_CHARS, SLOT_NAMES, Trace, parse_
 from faithgrpo.tasks import criteria as C
 from faithgrpo.tasks.derivation import (
     DEFAULT_MAX_PATHS,
-    DerivationReport,
     check_derivation,
     derivation_context,
 )
@@ -574,8 +573,7 @@ def _score(text: str, p: CalverProblem, cfg: CalverConfig) -> CalverScore:
         for name in ("result", "derivation"):
             passed[name] = False
             reasons[name] = f"RESULT is not the answer ({reasons['answer']})"
-    claims = len(report.claims) if report is not None else 0
-    false_claims = len(report.false) if report is not None else 0
+    claims, false_claims = report if report is not None else (0, 0)
     return CalverScore(**passed, reasons=reasons, claims=claims, false_claims=false_claims)
 
 
@@ -666,8 +664,8 @@ def _graph_check(trace: Trace, p: CalverProblem, cfg: CalverConfig) -> tuple[str
         else:
             diff = _edge_diff((full.directed, full.bidirected), (p.graph.directed, p.graph.bidirected))
             where = f"from the {source}"
-        if diff:
-            return f"GRAPH differs {where}: {diff}", full
+        # the trace's graph verifies nothing here (_verification_graph): the memo keeps no copy of it
+        return (f"GRAPH differs {where}: {diff}" if diff else None), None
     return None, full
 
 
@@ -701,14 +699,27 @@ def _strategy_check(trace: Trace, p: CalverProblem, cfg: CalverConfig) -> tuple[
 
 def _check_derivation(
     trace: Trace, p: CalverProblem, cfg: CalverConfig, graph: CausalGraph | None, result_value: Any
-) -> tuple[str | None, DerivationReport | None]:
-    _, why = _slot(trace, "derivation", cfg.max_slot_chars)
+) -> tuple[str | None, tuple[int, int] | None]:
+    """(reason, (claims, false claims)) of the derivation check."""
+    text, why = _slot(trace, "derivation", cfg.max_slot_chars)
     if why:
         return why, None
     if graph is None:
         return "no verification graph: the trace's GRAPH is not a well-formed graph", None
     if result_value is None:
         return "there is no parsable RESULT for the derivation to certify", None
+    if graph is p.graph:
+        # a pure function of the lines (``text`` joins them; no line holds a "\n"), RESULT's text
+        # (which fixes its value and adjustment set) and the path cap: the G completions of a prompt
+        # often repeat a whole derivation under other GRAPH/STRATEGY wording. Immutable value.
+        key = ("derivation", text, trace.result, cfg.max_paths)
+        return _memoised(p, key, text, lambda: _derivation_check(trace, p, cfg, graph, result_value))
+    return _derivation_check(trace, p, cfg, graph, result_value)
+
+
+def _derivation_check(
+    trace: Trace, p: CalverProblem, cfg: CalverConfig, graph: CausalGraph, result_value: Any
+) -> tuple[str | None, tuple[int, int]]:
     assert p.kind is not None and trace.derivation is not None
     value, ate_set = result_value, None
     if p.kind.name == "ate":
@@ -719,7 +730,7 @@ def _check_derivation(
         trace.derivation, p.kind.name, p.query, value, graph, p.cpts, ate_set=ate_set, max_paths=cfg.max_paths,
         context=context,
     )  # fmt: skip
-    return report.reason(), report
+    return report.reason(), (len(report.claims), len(report.false))
 
 
 _ATE_SET_RE = re.compile(r"\{[^{}]*\}|\bset\(\)|∅")

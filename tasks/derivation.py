@@ -354,6 +354,8 @@ class _Context:
         # determines its kind and args) and on this context, so a context reused for the G
         # completions of one problem (:func:`derivation_context`) checks each distinct line once.
         self._truth: dict[str, str | None] = {}
+        # (claim texts, kind, value, ...) -> what the claims fail to certify (see check_derivation)
+        self._certificates: dict[tuple, str | None] = {}
 
     @functools.cached_property
     def table(self) -> dict | None:
@@ -375,6 +377,8 @@ class _Context:
 
 _MAX_TRUTHS = 512  # distinct claim lines remembered per context (then the memo starts over)
 _MAX_TRUTH_KEY = 300  # longer lines are checked without memoising: <= ~0.3 MB per context
+_MAX_CERTIFICATES = 256  # certificates remembered per context (then that memo starts over)
+_MAX_CERTIFICATE_KEY = 1_000  # claim text per certificate key: <= ~0.3 MB per context
 
 
 def derivation_context(
@@ -840,11 +844,34 @@ def check_derivation(
             report.false.append((claim.line, why))
     if report.false:
         return report
+    if ctx is not context:
+        report.missing = _certify_safely(report.claims, ctx, kind, query, value, ate_set, max_paths)
+        return report
+    # A shared context remembers certificates: _certify reads only the claims' kinds and args (fixed
+    # by their normalised texts, in order), the context and the arguments below. ``repr`` tells
+    # apart values that are equal but print differently (ψ = 0.0 and -0.0). The value is a string.
+    texts = tuple(c.text for c in report.claims)
+    key = (texts, kind, value, repr(value) if kind == "ate" else None, ate_set, max_paths)
     try:
-        report.missing = _certify(_Claims(report.claims), ctx, kind, query, value, ate_set, max_paths)
-    except (ValueError, KeyError, IndexError) as exc:
-        report.missing = f"cannot be certified: {str(exc)[:100]}"
+        if key in ctx._certificates:
+            report.missing = ctx._certificates[key]
+            return report
+    except TypeError:  # an unhashable value from a caller: check without the memo
+        key = None
+    report.missing = _certify_safely(report.claims, ctx, kind, query, value, ate_set, max_paths)
+    if key is not None and sum(map(len, texts)) <= _MAX_CERTIFICATE_KEY:
+        if len(ctx._certificates) >= _MAX_CERTIFICATES:
+            ctx._certificates.clear()
+        ctx._certificates[key] = report.missing
     return report
+
+
+def _certify_safely(claims: list[Claim], ctx: _Context, kind: str, query: Mapping[str, Any], value: Any,
+                    ate_set: frozenset[str] | None, cap: int) -> str | None:  # fmt: skip
+    try:
+        return _certify(_Claims(claims), ctx, kind, query, value, ate_set, cap)
+    except (ValueError, KeyError, IndexError) as exc:
+        return f"cannot be certified: {str(exc)[:100]}"
 
 
 def _as_set(v: Any) -> frozenset[str]:

@@ -616,26 +616,38 @@ class QueryKind:
             >>> QUERY_KINDS["backdoor_set"].strategy_problem("backdoor criterion or d-separation")
             "names more than one method: ['backdoor criterion', 'd-separation']"
         """
-        if isinstance(text, str) and any(
-            ord(ch) > 127 and unicodedata.category(ch).startswith("L") for ch in text[:MAX_ANSWER_CHARS]
-        ):
-            return "uses non-ASCII letters (method names are written in ASCII; look-alike letters hide names)"
-        found = named_methods(text)
-        if not found:
-            return "names no known method"
-        accepted = {_norm(s) for s in self.strategies}
-        foreign = [name for name in found if _norm(name) not in accepted]
-        if foreign:
-            if len(found) > len(foreign):
-                return f"names more than one method: {found[:4]}"
-            return f"names {foreign[0]!r}, which does not decide {self.name}"
-        if not any(all(_norm(name) in group for name in found) for group in _GROUP_SETS):
-            return f"names more than one method: {found[:4]}"
-        return None
+        if type(text) is str and len(text) <= _MEMO_TEXT_CHARS and type(self.strategies) is tuple:
+            return _strategy_problem(self.name, self.strategies, text)
+        return _strategy_check(self.name, self.strategies, text)
 
     def matches_strategy(self, text: Any) -> bool:
         """Whether ``text`` names exactly one method that decides this kind (:meth:`strategy_problem`)."""
         return self.strategy_problem(text) is None
+
+
+def _strategy_check(kind: str, strategies: tuple[str, ...], text: Any) -> str | None:
+    if isinstance(text, str) and any(
+        ord(ch) > 127 and unicodedata.category(ch).startswith("L") for ch in text[:MAX_ANSWER_CHARS]
+    ):
+        return "uses non-ASCII letters (method names are written in ASCII; look-alike letters hide names)"
+    found = named_methods(text)
+    if not found:
+        return "names no known method"
+    accepted = {_norm(s) for s in strategies}
+    foreign = [name for name in found if _norm(name) not in accepted]
+    if foreign:
+        if len(found) > len(foreign):
+            return f"names more than one method: {found[:4]}"
+        return f"names {foreign[0]!r}, which does not decide {kind}"
+    if not any(all(_norm(name) in group for name in found) for group in _GROUP_SETS):
+        return f"names more than one method: {found[:4]}"
+    return None
+
+
+# STRATEGY texts repeat across prompts ("backdoor criterion"). The verdict reads only the kind's name
+# and strategies, the text and the module's method tables: keyed by those (all immutable), a str or
+# None; bounded (texts up to _MEMO_TEXT_CHARS).
+_strategy_problem = functools.lru_cache(maxsize=4_096)(_strategy_check)
 
 
 #: Method names a STRATEGY may use, grouped by method: names in one group are one method.

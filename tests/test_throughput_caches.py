@@ -204,3 +204,74 @@ def test_calver_shares_the_graders_validity_only_for_the_same_inputs():
     for t in (trace(), trace("{M}"), trace("{U, W}")):
         assert score_trace(t, text).as_dict() == score_trace(t, copy.deepcopy(PROBLEM)).as_dict()
         assert score_trace(t, hinted).as_dict() == score_trace(t, copy.deepcopy(PROBLEM)).as_dict()
+
+
+# -- memos added for the all-gold cold pass: equal to the unmemoised path, bounded, keyed by content ---
+def _ate_problem_far_from_zero() -> dict:
+    from faithgrpo.tasks.causal import CausalGraphConfig, CausalGraphDataset
+
+    for seed in range(50):
+        ds = CausalGraphDataset(CausalGraphConfig(size=1, seed=seed, query_kinds=("ate",)))
+        problem = json.loads(ds[0]["metadata"]["problem"])
+        if abs(prepare_problem(copy.deepcopy(problem)).true_ate) > 0.05:
+            return problem
+    raise AssertionError("no ate problem with |ψ| > 0.05")
+
+
+def test_certificate_memo_tells_equal_values_apart_and_stays_bounded():
+    from faithgrpo.tasks import derivation
+    from faithgrpo.tasks.gold import gold_trace
+
+    problem = _ate_problem_far_from_zero()
+    p = prepare_problem(copy.deepcopy(problem))
+    gold = parse_trace(gold_trace(problem, rng=0))
+    z, _ = calver._ate_adjustment_set(gold.result)
+    decision = p.true_ate > float(p.query["threshold"])
+    args = (gold.derivation, "ate", p.query)
+    ctx = p._derivation_context
+    reports = {}
+    # ψ = 0.0 and -0.0 are equal (one dict key) but print differently: each gets its own message
+    for value in [
+        (decision, 0.0),
+        (decision, -0.0),
+        (decision, None),
+        (not decision, None),
+        (decision, -0.0),
+    ]:
+        shared = check_derivation(*args, value, p.graph, p.cpts, ate_set=z, context=ctx)
+        fresh = check_derivation(*args, value, p.graph, p.cpts, ate_set=z)
+        assert (shared.missing, shared.false, shared.claims) == (fresh.missing, fresh.false, fresh.claims)
+        reports[repr(value)] = shared.missing
+    assert "ψ = 0 " in reports[repr((decision, 0.0))] and "ψ = -0 " in reports[repr((decision, -0.0))]
+    assert reports[repr((decision, None))] is None
+    for i in range(derivation._MAX_CERTIFICATES + 20):
+        check_derivation(*args, (decision, i / 1000), p.graph, p.cpts, ate_set=z, context=ctx)
+    assert 0 < len(ctx._certificates) <= derivation._MAX_CERTIFICATES
+
+
+def test_derivation_memo_follows_the_result_text_and_keeps_no_graph():
+    texts = [trace("{U}"), trace("{ U }"), trace("{U, W}"), trace("{W}"), trace("{U}.")]
+    fresh = [score_trace(t, copy.deepcopy(PROBLEM)).as_dict() for t in texts]
+    prepared = prepare_problem(copy.deepcopy(PROBLEM))
+    for order in (texts, texts[::-1], texts + texts):
+        assert [score_trace(t, prepared).as_dict() for t in order] == [fresh[texts.index(t)] for t in order]
+    assert fresh[0]["total"] == 6 and fresh[2]["derivation"] is False and fresh[3]["derivation"] is False
+    # supplied graph, verify_on="problem": the trace's own graph verifies nothing, so none is kept
+    assert not any(isinstance(v, tuple) and isinstance(v[-1], CausalGraph) for v in prepared._memo.values())
+
+
+def test_strategy_verdicts_are_shared_by_text_and_kind():
+    from faithgrpo.tasks.queries import QUERY_KINDS, _strategy_check
+
+    texts = [
+        "backdoor criterion",
+        "DFS",
+        "d-separation and DFS",
+        "cycle detection (DFS)",
+        "nothing",
+        "x" * 600,
+    ]
+    for _ in range(2):  # the second round reads the cache
+        for kind in QUERY_KINDS.values():
+            for text in texts:
+                assert kind.strategy_problem(text) == _strategy_check(kind.name, kind.strategies, text)

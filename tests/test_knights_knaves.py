@@ -1288,5 +1288,8 @@ def test_random_text_never_raises_and_full_marks_imply_a_correct_answer(parts):
 def test_docstring_examples_run():
     import doctest
 
-    result = doctest.testmod(kk, optionflags=doctest.NORMALIZE_WHITESPACE)
-    assert result.attempted >= 10 and result.failed == 0
+    from faithgrpo.tasks import kk_claims, kk_formulas, kk_gold, kk_logic, kk_puzzle, kk_trace
+
+    modules = (kk, kk_logic, kk_puzzle, kk_formulas, kk_trace, kk_claims, kk_gold)
+    results = [doctest.testmod(m, optionflags=doctest.NORMALIZE_WHITESPACE) for m in modules]
+    assert sum(r.attempted for r in results) >= 10 and sum(r.failed for r in results) == 0

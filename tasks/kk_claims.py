@@ -1,0 +1,350 @@
+"""Knights & Knaves derivation claims: their parser and the truth-table certificate (:func:`_certify`).
+
+The claim grammar is documented in :mod:`faithgrpo.tasks.knights_knaves` ("Derivation claims").
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from faithgrpo.tasks.kk_logic import Assignment, _assignment_of, _index_of, _knight_masks
+from faithgrpo.tasks.kk_puzzle import _ROLE_SET, KKPuzzle, _article, _memoised, _puzzle
+
+# ---------------------------------------------------------------------------------------------------
+# Derivation claims: the certificate, checked by truth table
+# ---------------------------------------------------------------------------------------------------
+
+MAX_CLAIMS = 300  # claims per derivation; more fail closed
+MAX_CLAIM_LINE_CHARS = 600  # longer lines are prose (or a malformed claim when they start like one)
+
+# Line prefixes a claim may carry: a bullet or number, a "Row 3:" label, a "so"/"hence" lead word.
+_CLAIM_LEAD_RE = re.compile(
+    r"[ \t]*(?:(?:[-*•>]+|\d{1,4}[.)])[ \t]*)?(?:(?:row|case|step)[ \t]*\d{1,4}[ \t]*[:.)][ \t]*)?"
+    r"(?:(?:so|thus|hence|therefore|then|and)\b[ \t]*,?[ \t]*)?",
+    re.IGNORECASE,
+)
+_ASSIGN_START_RE = re.compile(r"assignment[ \t]*\{", re.IGNORECASE)
+_ASSIGN_CLAIM_RE = re.compile(
+    r"assignment[ \t]*\{([^{}]*)\}[ \t]*is[ \t]+(in)?consistent\b(.*)", re.IGNORECASE
+)
+_ROLE_CLAIM_RE = re.compile(r"([^\W_]\w*)[ \t]+is[ \t]+(?:an?[ \t]+)?([^\W_]\w*)\b(.*)", re.IGNORECASE)
+_CLAIM_ITEM_RE = re.compile(r"[ \t]*([^\W_]\w*)[ \t]*[:=][ \t]*([^\W_]\w*)[ \t]*")
+_CITE = r"(?:[^\W_]\w*['’]s?[ \t]+(?:statement|claim)|(?:statement|claim)[ \t]+of[ \t]+[^\W_]\w*)"
+_CITE_TAIL_RE = re.compile(
+    r"[ \t]*(?:[,;:(\[–—-][ \t]*)?"
+    r"(?:(?:by|because[ \t]+of|from|via|per|violates|violating|contradicts|contradicting|breaks)[ \t]+)?"
+    rf"(?:the[ \t]+)?{_CITE}(?:[ \t]*(?:,|and|or|&)[ \t]*(?:the[ \t]+)?{_CITE})*[ \t]*[)\]]?[ \t]*",
+    re.IGNORECASE,
+)
+_CITE_NAME_RE = re.compile(
+    r"([^\W_]\w*)['’]s?[ \t]+(?:statement|claim)|(?:statement|claim)[ \t]+of[ \t]+([^\W_]\w*)", re.IGNORECASE
+)
+_EMPTY_TAIL_RE = re.compile(r"[ \t]*")
+# Sentence subjects that are not names: "so he is a knave" is prose, not a claim about a person "he".
+_PROSE_SUBJECTS = frozenset(
+    {
+        *("he", "she", "it", "they", "this", "that", "who", "which", "one", "each", "either", "neither"),
+        *("everyone", "everybody", "someone", "somebody", "nobody", "none", "there", "here", "what"),
+        *("whoever", "speaker", "person", "answer"),
+    }
+)
+
+
+@dataclass(frozen=True)
+class KKClaim:
+    """One derivation claim (see the module docstring for the grammar).
+
+    Attributes:
+        kind: ``"inconsistent"``, ``"consistent"`` or ``"role"``.
+        roles: ``(person index, is_knight)`` pairs as written: the (partial) assignment, or for a
+            role claim the one person and the claimed role.
+        cites: Indices of the people whose statements the claim names as its reason (may be empty).
+    """
+
+    kind: str
+    roles: tuple[tuple[int, bool], ...]
+    cites: tuple[int, ...] = ()
+
+    @property
+    def key(self) -> tuple:
+        """What makes two claims the same claim (the citation does not)."""
+        return (self.kind, tuple(sorted(self.roles)))
+
+
+def _cites(tail: str, puzzle: KKPuzzle) -> tuple[tuple[int, ...] | None, str | None]:
+    # (None, None): the tail is not a citation (the line is prose); (cites, None); (None, error).
+    if _EMPTY_TAIL_RE.fullmatch(tail):
+        return (), None
+    if not _CITE_TAIL_RE.fullmatch(tail):
+        return None, None
+    cites: list[int] = []
+    for match in _CITE_NAME_RE.finditer(tail):
+        name = match.group(1) or match.group(2)
+        index = puzzle.person(name)
+        if index is None:
+            return None, f"cites the statement of {name[:30]!r}, who is not in this puzzle"
+        if index not in cites:
+            cites.append(index)
+    return tuple(cites), None
+
+
+def _parse_claim(line: str, puzzle: KKPuzzle) -> tuple[KKClaim | None, str | None]:
+    """``(claim, None)``, ``(None, None)`` for prose, or ``(None, reason)`` for a malformed claim."""
+    lead = _CLAIM_LEAD_RE.match(line, 0, 64)
+    start = lead.end() if lead else 0
+    if len(line) > MAX_CLAIM_LINE_CHARS:  # checked before any pattern reads the whole line
+        if _ASSIGN_START_RE.match(line, start, start + 40):
+            return None, f"claim line longer than {MAX_CLAIM_LINE_CHARS} characters"
+        return None, None
+    body = line[start:].rstrip(" \t.!;")
+    # the rest reads only body (lead and bullets stripped): memoised per puzzle, so the G traces of a
+    # prompt, which repeat claims under different bullets and labels, parse each claim once
+    return _memoised(puzzle, ("claim", body), body, _parse_claim_body, body, puzzle)
+
+
+def _assigned_roles(text: str, puzzle: KKPuzzle) -> tuple[tuple[int, bool], ...] | None:
+    """The ``(person, role)`` pairs of an assignment's role list, as :func:`_parse_claim_body` reads
+    them; ``None`` when it would report an error (it then words the reason itself)."""
+    items = [item for item in re.split(r"[,;]", text) if item.strip()]
+    if not items or len(items) > puzzle.n_people:
+        return None
+    roles: dict[int, bool] = {}
+    for item in items:
+        pair = _CLAIM_ITEM_RE.fullmatch(item)
+        if not pair:
+            return None
+        index, role = puzzle.person(pair.group(1)), puzzle.role(pair.group(2))
+        if index is None or role is None or index in roles:
+            return None
+        roles[index] = role
+    return tuple(roles.items())
+
+
+def _parse_claim_body(body: str, puzzle: KKPuzzle) -> tuple[KKClaim | None, str | None]:
+    if _ASSIGN_START_RE.match(body):
+        match = _ASSIGN_CLAIM_RE.fullmatch(body)
+        if not match:
+            return None, (
+                f"{body[:60]!r} is not a claim; write 'assignment {{Name: role, ...}} is consistent' "
+                "or '... is inconsistent'"
+            )
+        # the same role list comes with many tails (citations) and leads: its parse is memoised on
+        # its own text when it has no error (an error names the whole body: that path runs in full)
+        roles_text = match.group(1)
+        known = _memoised(puzzle, ("roles", roles_text), roles_text, _assigned_roles, roles_text, puzzle)
+        if known is not None:
+            kind = "inconsistent" if match.group(2) else "consistent"
+            tail = match.group(3)
+            cites, why = _memoised(puzzle, ("cites", tail), tail, _cites, tail, puzzle)
+            if why:
+                return None, why
+            if cites is None or (kind == "consistent" and cites):
+                allowed = "nothing or '<Name>'s statement'" if kind == "inconsistent" else "nothing"
+                return None, f"{body[:60]!r}: after 'is {kind}' write {allowed}"
+            return KKClaim(kind, known, cites), None
+        items = [item for item in re.split(r"[,;]", match.group(1)) if item.strip()]
+        if not items:
+            return None, f"{body[:60]!r} assigns no one"
+        if len(items) > puzzle.n_people:
+            return None, f"{body[:60]!r} lists {len(items)} roles for {puzzle.n_people} people"
+        roles: dict[int, bool] = {}
+        for item in items:
+            pair = _CLAIM_ITEM_RE.fullmatch(item)
+            if not pair:
+                return None, f"{item.strip()[:40]!r} in {body[:60]!r} is not 'Name: role'"
+            index, role = puzzle.person(pair.group(1)), puzzle.role(pair.group(2))
+            if index is None:
+                return None, f"{body[:60]!r} refers to {pair.group(1)[:30]!r}, who is not in this puzzle"
+            if role is None:
+                return None, (
+                    f"{pair.group(2)[:30]!r} in {body[:60]!r} is not a role; use knight/knave or "
+                    f"{puzzle.knight}/{puzzle.knave}"
+                )
+            if index in roles:
+                return None, f"{body[:60]!r} gives {puzzle.names[index]} two roles"
+            roles[index] = role
+        kind = "inconsistent" if match.group(2) else "consistent"
+        cites, why = _cites(match.group(3), puzzle)
+        if why:
+            return None, why
+        if cites is None or (kind == "consistent" and cites):
+            allowed = "nothing or '<Name>'s statement'" if kind == "inconsistent" else "nothing"
+            return None, f"{body[:60]!r}: after 'is {kind}' write {allowed}"
+        return KKClaim(kind, tuple(roles.items()), cites), None
+    match = _ROLE_CLAIM_RE.fullmatch(body)
+    if not match or match.group(2).casefold() not in _ROLE_SET:
+        return None, None  # prose
+    name, word = match.group(1), match.group(2)
+    tail = match.group(3)
+    cites, why = _memoised(puzzle, ("cites", tail), tail, _cites, tail, puzzle)
+    if cites is None and why is None:
+        return None, None  # "Ava is a knight if ..." is prose
+    if name.casefold() in _PROSE_SUBJECTS:
+        return None, None
+    index = puzzle.person(name)
+    if index is None:
+        return None, f"{body[:60]!r} is about {name[:30]!r}, who is not in this puzzle"
+    role = puzzle.role(word)
+    if role is None:
+        return (
+            None,
+            f"{word[:30]!r} in {body[:60]!r} is not a role of this puzzle ({puzzle.knight}/{puzzle.knave})",
+        )
+    if why:
+        return None, why
+    return KKClaim("role", ((index, role),), cites), None
+
+
+def parse_kk_claim(line: str, metadata: Any) -> tuple[KKClaim | None, str | None]:
+    """Read one DERIVATION line as a claim; never raises.
+
+    Args:
+        line: One line of the DERIVATION slot.
+        metadata: Puzzle metadata (names and role words come from it).
+
+    Returns:
+        ``(claim, None)`` for a claim, ``(None, None)`` for prose (ignored by the checker), or
+        ``(None, reason)`` for a line that starts like a claim but is malformed or names someone
+        outside the puzzle (the checker fails such a derivation).
+
+    Example:
+        >>> meta = {"names": ["Ava", "Noah"], "statements": [["lying", 1], ["lying", 0]], "solution": [True, False]}
+        >>> parse_kk_claim("- assignment {Ava: knave, Noah: knave} is inconsistent: Ava's statement", meta)
+        (KKClaim(kind='inconsistent', roles=((0, False), (1, False)), cites=(0,)), None)
+        >>> parse_kk_claim("so Noah is a knave", meta)
+        (KKClaim(kind='role', roles=((1, False),), cites=()), None)
+        >>> parse_kk_claim("Suppose Ava is a knight.", meta)
+        (None, None)
+        >>> parse_kk_claim("Zed is a knight", meta)
+        (None, "'Zed is a knight' is about 'Zed', who is not in this puzzle")
+    """
+    if not isinstance(line, str):
+        return None, None
+    puzzle = _puzzle(metadata)
+    return _parse_claim(line, puzzle)
+
+
+def _partial_text(roles: Sequence[tuple[int, bool]], puzzle: KKPuzzle) -> str:
+    return "{" + ", ".join(f"{puzzle.names[i]}: {puzzle.role_word(r, True)}" for i, r in roles) + "}"
+
+
+def _region(roles: Sequence[tuple[int, bool]], n: int) -> int:
+    # The assignments that extend a partial assignment, as a bitmask.
+    full = (1 << (1 << n)) - 1
+    knights = _knight_masks(n)
+    region = full
+    for i, role in roles:
+        region &= knights[i] if role else full & ~knights[i]
+    return region
+
+
+def _violations(puzzle: KKPuzzle) -> tuple[int, ...]:
+    # Bit a of entry i: under assignment a, person i's statement contradicts i's role.
+    full = (1 << (1 << puzzle.n_people)) - 1
+    return tuple(full & (k ^ t) for k, t in zip(_knight_masks(puzzle.n_people), puzzle.tables))
+
+
+def _refuter(cases: int, candidates: Sequence[int], violations: Sequence[int]) -> int | None:
+    # A person whose statement contradicts their role in every assignment of ``cases`` (None: none).
+    for i in candidates:
+        if cases & ~violations[i] == 0:
+            return i
+    return None
+
+
+def _describe(assignment: Assignment, puzzle: KKPuzzle) -> str:
+    return ", ".join(f"{n}={puzzle.role_word(r, generic=True)}" for n, r in zip(puzzle.names, assignment))
+
+
+def _certify(body: str, puzzle: KKPuzzle) -> tuple[int | None, str | None]:
+    """Check every claim of a DERIVATION and return ``(remaining, None)`` or ``(None, reason)``.
+
+    ``remaining`` is the bitmask of full assignments no claim rules out. Claims are read in order
+    against the assignments still open ("open" = not ruled out by an earlier claim):
+
+    * ``inconsistent``: one statement (a cited one, when the claim cites) contradicts its speaker's
+      role in every open completion of the partial assignment; rules those completions out.
+    * ``consistent``: a full assignment under which every statement matches its speaker's role.
+    * ``role``: no open assignment gives the person the other role, or one statement (a cited one,
+      when cited) contradicts its speaker in every open assignment that does; rules those out.
+
+    A true claim never rules out a consistent assignment, so when every claim holds, ``remaining``
+    still contains every solution of the puzzle.
+    """
+    n = puzzle.n_people
+    full = (1 << (1 << n)) - 1
+    violations = _violations(puzzle)
+    open_ = full
+    seen: set[tuple] = set()
+    n_claims = 0
+    for line in body.splitlines():
+        # the G traces of a prompt repeat whole lines too: skip even the lead-word pattern for them
+        claim, why = _memoised(puzzle, ("line", line), line, _parse_claim, line, puzzle)
+        if why:
+            return None, why
+        if claim is None:
+            continue
+        n_claims += 1
+        if n_claims > MAX_CLAIMS:
+            return None, f"more than {MAX_CLAIMS} claims"
+        text = line.strip()[:80]
+        if claim.key in seen:
+            return None, f"claim repeated: {text!r}"
+        seen.add(claim.key)
+        candidates = claim.cites or range(n)
+        if claim.kind == "consistent":
+            if len(claim.roles) != n:
+                missing = sorted(set(range(n)) - {i for i, _ in claim.roles})
+                return None, (
+                    f"{text!r}: a consistent assignment must give every role (missing "
+                    f"{', '.join(puzzle.names[i] for i in missing)})"
+                )
+            index = _index_of(tuple(dict(claim.roles)[i] for i in range(n)))
+            bad = [puzzle.names[i] for i in range(n) if (violations[i] >> index) & 1]
+            if bad:
+                return (
+                    None,
+                    f"false claim {text!r}: {', '.join(bad)}'s statement contradicts the speaker's role",
+                )
+            continue
+        if claim.kind == "inconsistent":
+            region = _region(claim.roles, n)
+            cases = open_ & region
+            if _refuter(cases, candidates, violations) is None:
+                consistent = cases & ~functools.reduce(operator.or_, violations, 0)
+                if consistent:
+                    first = _assignment_of((consistent & -consistent).bit_length() - 1, n)
+                    why = f"{_describe(first, puzzle)} extends it and is consistent"
+                elif claim.cites:
+                    cited = " or ".join(puzzle.names[i] for i in claim.cites)
+                    why = f"{cited}'s statement is not contradicted in every open completion"
+                else:
+                    why = (
+                        "no single statement is contradicted in every open completion; split the case further"
+                    )
+                return None, f"false claim {text!r}: {why}"
+            open_ &= ~region
+            continue
+        ((person, role),) = claim.roles
+        region = _region(((person, role),), n)
+        other = open_ & ~region
+        if other and _refuter(other, candidates, violations) is None:
+            reason = f"an open assignment makes {puzzle.names[person]} {_article(puzzle.role_word(not role, True))}"
+            if claim.cites:
+                cited = " or ".join(puzzle.names[i] for i in claim.cites)
+                reason += f" without contradicting {cited}'s statement"
+            else:
+                reason += " and no single statement rules all such assignments out"
+            return None, f"unsupported claim {text!r}: {reason}"
+        open_ &= region
+    if n_claims == 0:
+        return None, (
+            "no claims (prose alone certifies nothing); write lines like "
+            "'assignment {Name: knight, ...} is inconsistent' or 'Name is a knight'"
+        )
+    return open_, None

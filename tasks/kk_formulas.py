@@ -1,0 +1,232 @@
+"""Knights & Knaves formula syntax: tokenizer, bounded recursive-descent parser and renderer.
+
+The formula syntax and the statement grammar are documented in :mod:`faithgrpo.tasks.knights_knaves`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from faithgrpo.tasks.kk_logic import _ATOMS, _NARY, Statement, normalize_statement
+from faithgrpo.tasks.kk_puzzle import _NAME_RE, KKPuzzle, _puzzle
+
+MAX_FORMULA_CHARS = 1_000
+MAX_FORMULA_TOKENS = 300
+MAX_FORMULA_DEPTH = 40  # parentheses + negations
+
+
+# ---------------------------------------------------------------------------------------------------
+# Formula syntax: tokenizer, bounded recursive-descent parser, renderer
+# ---------------------------------------------------------------------------------------------------
+
+_TOKEN_RE = re.compile(
+    r"(?P<iff><->|<=>|↔|⇔)|(?P<imp>->|=>|→|⇒)|(?P<and>&&|&|∧)|(?P<or>\|\||\||∨)"
+    r"|(?P<not>~|!|¬)|(?P<lp>\()|(?P<rp>\))|(?P<word>[^\W_]\w*)|(?P<space>\s+)"
+)
+_WORD_OPS = {"not": "not", "and": "and", "or": "or", "implies": "imp", "iff": "iff"}
+
+
+class _FormulaError(Exception):
+    """Internal: a restatement does not parse (caught; never escapes the public API)."""
+
+
+def _tokenize(text: str) -> list[tuple[str, str]]:
+    tokens: list[tuple[str, str]] = []
+    pos = 0
+    while pos < len(text):
+        match = _TOKEN_RE.match(text, pos)
+        if match is None:
+            raise _FormulaError(f"unexpected character {text[pos]!r} at position {pos}")
+        pos = match.end()
+        kind = match.lastgroup
+        if kind == "space":
+            continue
+        value = match.group()
+        if kind == "word" and value.lower() in _WORD_OPS:
+            kind = _WORD_OPS[value.lower()]
+        tokens.append((kind, value))
+        if len(tokens) > MAX_FORMULA_TOKENS:
+            raise _FormulaError(f"more than {MAX_FORMULA_TOKENS} tokens")
+    return tokens
+
+
+class _FormulaParser:
+    """Recursive descent over ``iff > imp > or > and > not > atom`` with an explicit depth cap."""
+
+    def __init__(self, tokens: list[tuple[str, str]], puzzle: KKPuzzle):
+        self.tokens = tokens
+        self.pos = 0
+        self.depth = 0
+        self.puzzle = puzzle
+
+    def peek(self) -> str | None:
+        return self.tokens[self.pos][0] if self.pos < len(self.tokens) else None
+
+    def take(self, kind: str) -> str:
+        if self.peek() != kind:
+            found = self.tokens[self.pos][1] if self.pos < len(self.tokens) else "end of formula"
+            raise _FormulaError(f"expected {kind!r}, found {found!r}")
+        self.pos += 1
+        return self.tokens[self.pos - 1][1]
+
+    def enter(self) -> None:
+        self.depth += 1
+        if self.depth > MAX_FORMULA_DEPTH:
+            raise _FormulaError(f"nested deeper than {MAX_FORMULA_DEPTH}")
+
+    def parse(self) -> Statement:
+        if not self.tokens:
+            raise _FormulaError("empty formula")
+        node = self.iff()
+        if self.pos != len(self.tokens):
+            raise _FormulaError(f"unexpected {self.tokens[self.pos][1]!r} after a complete formula")
+        return node
+
+    def iff(self) -> Statement:
+        node = self.imp()
+        while self.peek() == "iff":
+            self.pos += 1
+            node = ("<=>", node, self.imp())
+        return node
+
+    def imp(self) -> Statement:
+        node = self.disj()
+        if self.peek() == "imp":
+            self.pos += 1
+            self.enter()
+            node = ("->", node, self.imp())
+            self.depth -= 1
+        return node
+
+    def disj(self) -> Statement:
+        children = [self.conj()]
+        while self.peek() == "or":
+            self.pos += 1
+            children.append(self.conj())
+        return children[0] if len(children) == 1 else ("or", *children)
+
+    def conj(self) -> Statement:
+        children = [self.unary()]
+        while self.peek() == "and":
+            self.pos += 1
+            children.append(self.unary())
+        return children[0] if len(children) == 1 else ("and", *children)
+
+    def unary(self) -> Statement:
+        kind = self.peek()
+        self.enter()
+        try:
+            if kind == "not":
+                self.pos += 1
+                return ("not", self.unary())
+            if kind == "lp":
+                self.pos += 1
+                node = self.iff()
+                self.take("rp")
+                return node
+            return self.atom()
+        finally:
+            self.depth -= 1
+
+    def atom(self) -> Statement:
+        word = self.take("word")
+        role = self.puzzle.role(word)
+        if role is None:
+            raise _FormulaError(
+                f"{word!r} is not a role; write knight(Name)/knave(Name) or "
+                f"{self.puzzle.knight}(Name)/{self.puzzle.knave}(Name)"
+            )
+        self.take("lp")
+        # A name may spell like an operator word ("Or"); inside role(...) any word is a name.
+        found = self.tokens[self.pos][1] if self.pos < len(self.tokens) else ""
+        if not _NAME_RE.fullmatch(found):
+            raise _FormulaError(f"expected a name inside {word}(...), found {found or 'end of formula'!r}")
+        self.pos += 1
+        name = found
+        self.take("rp")
+        index = self.puzzle.person(name)
+        if index is None:
+            raise _FormulaError(f"{name!r} is not a person in this puzzle")
+        return ("telling-truth" if role else "lying", index)
+
+
+def parse_kk_formula(text: str, metadata: Any) -> tuple[Statement | None, str | None]:
+    """Parse a restated claim in the trace's formula syntax into reasoning-gym's statement grammar.
+
+    Never raises on the text: bad input returns ``(None, reason)``. Capped at ``MAX_FORMULA_CHARS``
+    characters, ``MAX_FORMULA_TOKENS`` tokens and ``MAX_FORMULA_DEPTH`` nesting. Complexity: O(len).
+
+    Args:
+        text: E.g. ``"knight(Amelia) -> not villain(Elizabeth)"``.
+        metadata: Puzzle metadata (names and role words come from it).
+
+    Returns:
+        ``(statement, None)`` on success, ``(None, reason)`` otherwise.
+
+    Example:
+        >>> meta = {"names": ["Ava", "Noah"], "statements": [["lying", 1], ["lying", 0]], "solution": [True, False]}
+        >>> parse_kk_formula("not knight(Noah) and knave(Ava)", meta)
+        (('and', ('not', ('telling-truth', 1)), ('lying', 0)), None)
+        >>> parse_kk_formula("knight(Zed)", meta)
+        (None, "'Zed' is not a person in this puzzle")
+    """
+    puzzle = _puzzle(metadata)
+    if not isinstance(text, str):
+        return None, "formula is not text"
+    if len(text) > MAX_FORMULA_CHARS:
+        return None, f"formula longer than {MAX_FORMULA_CHARS} characters"
+    try:
+        return _FormulaParser(_tokenize(text), puzzle).parse(), None
+    except _FormulaError as err:
+        return None, str(err)
+    except RecursionError:  # unreachable under the depth cap; kept so the contract holds regardless
+        return None, "formula nested too deeply"
+
+
+OPERATOR_STYLES: dict[str, dict[str, str]] = {
+    "words": {"not": "not ", "and": " and ", "or": " or ", "->": " -> ", "<=>": " <-> "},
+    "symbols": {"not": "~", "and": " & ", "or": " | ", "->": " -> ", "<=>": " <-> "},
+    "unicode": {"not": "¬", "and": " ∧ ", "or": " ∨ ", "->": " → ", "<=>": " ↔ "},
+    "english": {"not": "not ", "and": " and ", "or": " or ", "->": " implies ", "<=>": " iff "},
+}
+
+
+def format_kk_formula(
+    statement: Any, metadata: Any, *, style: str = "words", generic_roles: bool = True
+) -> str:
+    """Render a statement in the trace's formula syntax (inverse of :func:`parse_kk_formula`).
+
+    Compound operands are always parenthesised, so ``parse_kk_formula(format_kk_formula(s))``
+    returns ``s`` for statements whose and/or nodes have at least two operands.
+
+    Args:
+        statement: A statement in reasoning-gym's grammar.
+        metadata: Puzzle metadata.
+        style: Operator spelling, one of ``OPERATOR_STYLES`` (``words``, ``symbols``, ``unicode``,
+            ``english``).
+        generic_roles: Write ``knight``/``knave`` (True) or the puzzle's own terms (False).
+
+    Returns:
+        E.g. ``"knight(Amelia) -> not knave(Elizabeth)"`` or ``"(knight(A) and knave(B)) <-> knight(B)"``.
+    """
+    if style not in OPERATOR_STYLES:
+        raise ValueError(f"unknown style {style!r}; choose one of {sorted(OPERATOR_STYLES)}")
+    puzzle = _puzzle(metadata)
+    ops = OPERATOR_STYLES[style]
+
+    def render(node: Statement, top: bool) -> str:
+        op = node[0]
+        if op in _ATOMS:
+            return f"{puzzle.role_word(op == 'telling-truth', generic_roles)}({puzzle.names[node[1]]})"
+        if op == "not":
+            text = ops["not"] + render(node[1], False)
+        elif op in _NARY:
+            text = ops[op].join(render(child, False) for child in node[1:])
+            if len(node) == 2:  # a one-operand and/or is its operand
+                return text
+        else:
+            text = render(node[1], False) + ops[op] + render(node[2], False)
+        return text if top or op == "not" else f"({text})"
+
+    return render(normalize_statement(statement, puzzle.n_people), True)

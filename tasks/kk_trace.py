@@ -1,0 +1,188 @@
+"""Knights & Knaves trace parsing: the ``<think>`` slots, restated statements and the ASSIGNMENT.
+
+The trace contract and the formula syntax are documented in :mod:`faithgrpo.tasks.knights_knaves`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from faithgrpo.rewards.text import completion_text, extract_answer, extract_think
+from faithgrpo.tasks.kk_formulas import parse_kk_formula
+from faithgrpo.tasks.kk_logic import Assignment, Statement
+from faithgrpo.tasks.kk_puzzle import KKPuzzle, _memoised, _puzzle
+
+SLOT_NAMES = ("STATEMENTS", "STRATEGY", "DERIVATION", "ASSIGNMENT")
+
+MAX_TRACE_CHARS = 20_000  # whole completion; longer traces fail closed
+MAX_TRACE_LINES = 1_000
+MAX_SLOT_CHARS = 8_000
+
+
+# ---------------------------------------------------------------------------------------------------
+# Trace parsing
+# ---------------------------------------------------------------------------------------------------
+
+_SLOT_RE = re.compile(
+    r"^[ \t]*(?:[-*#>]+[ \t]*)?(?:\*\*)?[ \t]*(STATEMENTS|STRATEGY|DERIVATION|ASSIGNMENT)[ \t]*(?:\*\*)?[ \t]*:"
+    r"(?:\*\*)?(.*)$",
+    re.IGNORECASE,
+)
+_STATEMENT_LINE_RE = re.compile(
+    r"^(?:[-*•]|\d{1,3}[.)])?[ \t]*([^\W_]\w*)(?:[ \t]+(?:says|said|claims|states))?[ \t]*:[ \t]*(.*)$"
+)
+_ASSIGNMENT_ITEM_RE = re.compile(
+    r"^(?:[-*•]|\d{1,3}[.)])?[ \t]*([^\W_]\w*)[ \t]*(?:=|:|[ \t]is[ \t]+(?:an?[ \t]+)?)[ \t]*([^\W_]\w*)[ \t]*\.?$"
+)
+_ASSIGNMENT_SPLIT_RE = re.compile(r"[,;\n]|\band\b", re.IGNORECASE)
+
+
+@dataclass
+class KKTrace:
+    """The slots of a Knights & Knaves trace, as raw text.
+
+    Attributes:
+        slots: Slot name (``STATEMENTS``, ``STRATEGY``, ``DERIVATION``, ``ASSIGNMENT``) to its text
+            (the header line's remainder plus the lines up to the next slot header).
+        answer: Content of the last ``<answer>`` block, or ``None``.
+        duplicates: Slot names that appear more than once (such slots are not trusted).
+        error: Why the trace could not be read at all (``None`` when it could).
+    """
+
+    slots: dict[str, str] = field(default_factory=dict)
+    answer: str | None = None
+    duplicates: set[str] = field(default_factory=set)
+    error: str | None = None
+
+
+def parse_kk_trace(text: Any, *, max_chars: int = MAX_TRACE_CHARS) -> KKTrace:
+    """Split a completion into its ``<think>`` slots and ``<answer>``; never raises.
+
+    Complexity: O(len(text)) (text longer than ``max_chars`` is refused before any regex runs).
+
+    Args:
+        text: The completion (string or TRL conversational completion).
+        max_chars: Longest text accepted.
+
+    Returns:
+        A :class:`KKTrace`; ``error`` says why nothing could be read (empty, too long, no ``<think>``).
+    """
+    text = completion_text(text)
+    if not text.strip():
+        return KKTrace(error="empty completion")
+    if len(text) > max_chars:
+        return KKTrace(error=f"completion longer than {max_chars} characters")
+    answer = extract_answer(text)
+    think = extract_think(text)
+    if think is None:
+        return KKTrace(answer=answer, error="no <think>...</think> block")
+    lines = think.splitlines()
+    if len(lines) > MAX_TRACE_LINES:
+        return KKTrace(answer=answer, error=f"<think> has more than {MAX_TRACE_LINES} lines")
+    trace = KKTrace(answer=answer)
+    current: list[str] | None = None
+    collected: dict[str, list[str]] = {}
+    for line in lines:
+        match = _SLOT_RE.match(line) if ":" in line else None  # a header has a colon
+        if match:
+            name = match.group(1).upper()
+            if name in collected:
+                trace.duplicates.add(name)
+            current = collected.setdefault(name, [])
+            rest = match.group(2).strip()
+            if rest:
+                current.append(rest)
+        elif current is not None:
+            current.append(line)
+    trace.slots = {name: "\n".join(body).strip() for name, body in collected.items()}
+    return trace
+
+
+def _slot(trace: KKTrace, name: str) -> tuple[str | None, str | None]:
+    if trace.error is not None:
+        return None, trace.error
+    if name in trace.duplicates:
+        return None, f"{name} appears more than once"
+    body = trace.slots.get(name)
+    if body is None:
+        return None, f"no {name}: slot"
+    if not body:
+        return None, f"{name}: slot is empty"
+    if len(body) > MAX_SLOT_CHARS:
+        return None, f"{name}: slot longer than {MAX_SLOT_CHARS} characters"
+    return body, None
+
+
+def _parse_statements(body: str, puzzle: KKPuzzle) -> tuple[dict[int, Statement], list[str]]:
+    restated: dict[int, Statement] = {}
+    errors: list[str] = []
+    lines = [part.strip() for line in body.splitlines() for part in line.split(";") if part.strip()]
+    if len(lines) > 4 * puzzle.n_people + 8:
+        return {}, [f"{len(lines)} lines for {puzzle.n_people} people"]
+    for line in lines:
+        match = _STATEMENT_LINE_RE.match(line)
+        if not match:
+            errors.append(f"line {line[:60]!r} is not 'Name: formula'")
+            continue
+        index = puzzle.person(match.group(1))
+        if index is None:
+            errors.append(f"{match.group(1)[:30]!r} is not a person in this puzzle")
+            continue
+        if index in restated:
+            errors.append(f"{puzzle.names[index]}'s claim is restated twice")
+            continue
+        formula = match.group(2)
+        statement, reason = _memoised(
+            puzzle, ("formula", formula), formula, parse_kk_formula, formula, puzzle
+        )
+        if statement is None:
+            errors.append(f"{puzzle.names[index]}: {reason}")
+            continue
+        restated[index] = statement
+    missing = [puzzle.names[i] for i in range(puzzle.n_people) if i not in restated]
+    if missing and not errors:
+        errors.append(f"no restatement for {', '.join(missing)}")
+    return restated, errors
+
+
+def parse_kk_assignment(text: str, metadata: Any) -> tuple[Assignment | None, str | None]:
+    """Parse an ``ASSIGNMENT`` slot such as ``"Amelia=knight, Elizabeth=villain"``; never raises.
+
+    Items are ``Name=role``, ``Name: role`` or ``Name is a role``, separated by commas, semicolons,
+    ``and`` or newlines; roles are ``knight``/``knave`` or the puzzle's terms. Every person must
+    appear exactly once.
+
+    Args:
+        text: The slot text.
+        metadata: Puzzle metadata.
+
+    Returns:
+        ``(assignment, None)`` (True = knight, in the puzzle's person order) or ``(None, reason)``.
+    """
+    puzzle = _puzzle(metadata)
+    if not isinstance(text, str) or len(text) > MAX_SLOT_CHARS:
+        return None, "assignment is not text of bounded length"
+    items = [item.strip() for item in _ASSIGNMENT_SPLIT_RE.split(text) if item.strip()]
+    if len(items) > 4 * puzzle.n_people + 8:
+        return None, f"{len(items)} items for {puzzle.n_people} people"
+    roles: dict[int, bool] = {}
+    for item in items:
+        match = _ASSIGNMENT_ITEM_RE.match(item)
+        if not match:
+            return None, f"item {item[:60]!r} is not 'Name=role'"
+        index, role = puzzle.person(match.group(1)), puzzle.role(match.group(2))
+        if index is None:
+            return None, f"{match.group(1)[:30]!r} is not a person in this puzzle"
+        if role is None:
+            return None, (
+                f"{match.group(2)[:30]!r} is not a role; use knight/knave or {puzzle.knight}/{puzzle.knave}"
+            )
+        if index in roles:
+            return None, f"{puzzle.names[index]} is assigned twice"
+        roles[index] = role
+    missing = [puzzle.names[i] for i in range(puzzle.n_people) if i not in roles]
+    if missing:
+        return None, f"no role for {', '.join(missing)}"
+    return tuple(roles[i] for i in range(puzzle.n_people)), None

@@ -307,11 +307,25 @@ def test_path_constructor_checks_marks():
         Path(("A", "B"), ("=>",))
 
 
-@pytest.mark.parametrize("module", ["graph", "criteria", "queries", "clear"])
-def test_docstring_examples(module):
+_CLEAR_MODULES = (
+    "clear",
+    "clear_descriptions",
+    "clear_bits",
+    "clear_questions",
+    "clear_truth",
+    "clear_judge",
+)
+
+
+@pytest.mark.parametrize(
+    "modules",
+    [("graph",), ("criteria",), ("queries",), _CLEAR_MODULES],
+    ids=["graph", "criteria", "queries", "clear"],
+)
+def test_docstring_examples(modules):
     import doctest
     import importlib
 
-    mod = importlib.import_module(f"faithgrpo.tasks.{module}")
-    result = doctest.testmod(mod, optionflags=doctest.ELLIPSIS)
-    assert result.attempted > 0 and result.failed == 0
+    mods = [importlib.import_module(f"faithgrpo.tasks.{m}") for m in modules]
+    results = [doctest.testmod(mod, optionflags=doctest.ELLIPSIS) for mod in mods]
+    assert sum(r.attempted for r in results) > 0 and sum(r.failed for r in results) == 0

@@ -307,6 +307,8 @@ def test_path_constructor_checks_marks():
         Path(("A", "B"), ("=>",))
 
 
+_CRITERIA_MODULES = ("criteria", "separation", "paths", "ate")
+
 _CLEAR_MODULES = (
     "clear",
     "clear_descriptions",
@@ -319,7 +321,7 @@ _CLEAR_MODULES = (
 
 @pytest.mark.parametrize(
     "modules",
-    [("graph",), ("criteria",), ("queries",), _CLEAR_MODULES],
+    [("graph",), _CRITERIA_MODULES, ("queries",), _CLEAR_MODULES],
     ids=["graph", "criteria", "queries", "clear"],
 )
 def test_docstring_examples(modules):

@@ -58,18 +58,58 @@ Queries are restated in traces as ``kind(field=value, ...)`` (see :func:`format_
 from __future__ import annotations
 
 import functools
-import itertools
 import json
-import math
 import re
-import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from faithgrpo.rewards.text import extract_answer
-from faithgrpo.tasks import criteria as C
-from faithgrpo.tasks.graph import NODE_RE, CausalGraph, GraphParseError, node_sort_key, parse_path
+from faithgrpo.tasks.answers import (
+    _FORMATTERS,
+    _MEMO_TEXT_CHARS,
+    _PARSERS,
+    _QUOTES,
+    MAX_ANSWER_CHARS,
+    MAX_SET_SIZE,
+    _format_set,
+    _parse_ate,  # noqa: F401  (re-exported: callers use queries._parse_ate)
+    parse_cycle,
+    parse_node,
+    parse_node_set,
+    parse_yes_no,
+)
+from faithgrpo.tasks.graph import CausalGraph, node_sort_key
+from faithgrpo.tasks.query_predicates import (
+    _check_ate,
+    _check_ci,
+    _check_cycle,
+    _check_pair,
+    _check_sep,
+    _ci_enum,
+    _ci_valid,
+    _dp_enum,
+    _dp_valid,
+    _enum_ate,
+    _enum_backdoor,
+    _enum_cycle,
+    _enum_frontdoor,
+    _enum_mediator,
+    _enum_sep,
+    _valid_ate,
+    _valid_backdoor,
+    _valid_cycle,
+    _valid_frontdoor,
+    _valid_mediator,
+    _valid_sep,
+    _variant,
+)
+from faithgrpo.tasks.strategy_methods import (
+    METHOD_GROUPS,  # noqa: F401  (re-exported: callers use queries.METHOD_GROUPS)
+    _strategy_check,
+    _strategy_problem,
+    named_methods,  # noqa: F401  (re-exported: callers use queries.named_methods)
+)
 
 __all__ = [
     "MAX_ANSWER_CHARS",
@@ -88,403 +128,7 @@ __all__ = [
     "query_matches",
 ]
 
-MAX_ANSWER_CHARS = 4_096
-MAX_SET_SIZE = 256
 MAX_QUERY_CHARS = 2_048
-
-# ---------------------------------------------------------------------------------------------
-# answer parsers (bounded, never raise)
-_EMPTY_SET = frozenset(
-    {"set()", "{}", "[]", "()", "∅", "none", "empty", "empty set", "the empty set", "nothing"}
-)
-_BLOCK_RE = re.compile(r"[{\[(][^{}\[\]()]*[}\])]")
-_SET_ITEM_SPLIT_RE = re.compile(r"[,;\s]+")
-_YES_NO_RE = re.compile(r"\b(yes|no|true|false)\b", re.IGNORECASE)
-_PSI_RE = re.compile(
-    r"(?:ψ|\bpsi\b|\bate\b|\beffect\b)\s*(?:=|:|≈|is)\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)",
-    re.IGNORECASE,
-)
-_QUOTES = "'\"`"
-
-
-def _clean(text: Any) -> str | None:
-    if not isinstance(text, str) or len(text) > MAX_ANSWER_CHARS:
-        return None
-    return text.strip()
-
-
-def _items(content: str) -> list[str] | None:
-    out = []
-    for tok in _SET_ITEM_SPLIT_RE.split(content):
-        tok = tok.strip(_QUOTES)
-        if not tok or tok.lower() == "and":
-            continue
-        if not NODE_RE.fullmatch(tok):
-            return None
-        out.append(tok)
-        if len(out) > MAX_SET_SIZE:
-            return None
-    return out
-
-
-def parse_node_set(text: Any) -> frozenset[str] | None:
-    """Parse a node set (formats in the module docstring); ``None`` when it is not one.
-
-    Example:
-        >>> sorted(parse_node_set("{'U', 'V'}")), parse_node_set("set()"), parse_node_set("{A} or {B}")
-        (['U', 'V'], frozenset(), None)
-    """
-    if type(text) is str and len(text) <= _MEMO_TEXT_CHARS:
-        return _node_set_of_text(text)
-    return _parse_node_set(text)
-
-
-# Claims, RESULTs and answers repeat the same few sets ("{H}") across a prompt's completions. The
-# parse is a pure function of the text, the result a frozenset of str (immutable) or None; keyed by
-# the text (at most _MEMO_TEXT_CHARS), bounded entries.
-@functools.lru_cache(maxsize=8_192)
-def _node_set_of_text(text: str) -> frozenset[str] | None:
-    return _parse_node_set(text)
-
-
-def _parse_node_set(text: Any) -> frozenset[str] | None:
-    s = _clean(text)
-    if s is None:
-        return None
-    s = s.rstrip(".").strip()
-    if s.lower() in _EMPTY_SET:
-        return frozenset()
-    blocks = _BLOCK_RE.findall(s)
-    if len(blocks) > 1:
-        return None
-    if len(blocks) == 1:
-        outside = s.replace(blocks[0], " ", 1)
-        if any(ch in outside for ch in "{}[]()"):
-            return None  # nested or unbalanced brackets
-        inner = blocks[0][1:-1].strip()
-        if not inner:
-            return frozenset()
-        items = _items(inner)
-    elif any(ch in s for ch in "{}[]()"):
-        return None  # unbalanced or nested brackets
-    else:
-        items = _items(s)
-    if not items:
-        return None
-    return frozenset(items)
-
-
-def parse_yes_no(text: Any) -> bool | None:
-    """``True`` for yes/true, ``False`` for no/false, ``None`` when absent or contradictory.
-
-    A leading yes/no word decides; otherwise the text must contain yes-words or no-words, not both.
-
-    Example:
-        >>> parse_yes_no("Yes."), parse_yes_no("no, they are not"), parse_yes_no("maybe")
-        (True, False, None)
-    """
-    s = _clean(text)
-    if not s:
-        return None
-    words = [m.lower() for m in _YES_NO_RE.findall(s[:MAX_ANSWER_CHARS])]
-    if not words:
-        return None
-    lead = re.match(r"\W*(yes|no|true|false)\b", s, re.IGNORECASE)
-    if lead:
-        return lead.group(1).lower() in ("yes", "true")
-    found = {w in ("yes", "true") for w in words}
-    return found.pop() if len(found) == 1 else None
-
-
-def parse_node(text: Any) -> str | None:
-    """One node name, optionally quoted or in braces (``M``, ``'M'``, ``{M}``); else ``None``."""
-    s = _clean(text)
-    if not s:
-        return None
-    s = s.rstrip(".").strip()
-    if len(s) >= 2 and s[0] in "{[(" and s[-1] in "}])":
-        s = s[1:-1].strip()
-    s = s.strip(_QUOTES)
-    return s if NODE_RE.fullmatch(s) else None
-
-
-def parse_cycle(text: Any) -> tuple[str, ...] | None:
-    """A node sequence from ``A -> B -> C -> A`` or ``[A, B, C]``; the closing repeat is dropped.
-
-    Example:
-        >>> parse_cycle("A -> B -> C -> A"), parse_cycle("[A, B, C]"), parse_cycle("A <- B")
-        (('A', 'B', 'C'), ('A', 'B', 'C'), None)
-    """
-    s = _clean(text)
-    if not s:
-        return None
-    s = s.rstrip(".").strip()
-    if any(a in s for a in ("->", "→", "<-", "←", "↔")):
-        try:
-            path = parse_path(s, max_nodes=MAX_SET_SIZE)
-        except GraphParseError:
-            return None
-        if any(m != "->" for m in path.marks):
-            return None
-        nodes = list(path.nodes)
-    else:
-        if len(s) >= 2 and s[0] in "[(" and s[-1] in "])":
-            s = s[1:-1]
-        if any(ch in s for ch in "{}[]()"):
-            return None
-        nodes = _items(s)
-        if nodes is None:
-            return None
-    if len(nodes) >= 2 and nodes[0] == nodes[-1]:
-        nodes = nodes[:-1]
-    return tuple(nodes) if len(nodes) >= 2 else None
-
-
-def _parse_ate(text: Any) -> tuple[bool, float | None] | None:
-    s = _clean(text)
-    if not s:
-        return None
-    decision = parse_yes_no(s)
-    if decision is None:
-        return None
-    m = _PSI_RE.search(s)
-    psi = float(m.group(1)) if m else None
-    if psi is not None and not math.isfinite(psi):
-        return None
-    return decision, psi
-
-
-# ---------------------------------------------------------------------------------------------
-# canonical formatting
-def _format_set(value: Any) -> str:
-    return "{" + ", ".join(sorted(value, key=node_sort_key)) + "}"
-
-
-def _format_yes_no(value: Any) -> str:
-    return "yes" if value else "no"
-
-
-def _rotate(cycle: tuple[str, ...]) -> tuple[str, ...]:
-    i = min(range(len(cycle)), key=lambda k: node_sort_key(cycle[k]))
-    return tuple(cycle[i:] + cycle[:i])
-
-
-def _format_cycle(value: Any) -> str:
-    nodes = _rotate(tuple(value))
-    return " -> ".join((*nodes, nodes[0]))
-
-
-# ---------------------------------------------------------------------------------------------
-# query fields
-def _one(graph: CausalGraph, query: Mapping, role: str) -> str:
-    v = query.get(role)
-    if not isinstance(v, str) or v not in graph.node_set:
-        raise ValueError(
-            f"query field {role!r} must name one graph node, got {v!r}; nodes are {list(graph.nodes)}"
-        )
-    return v
-
-
-def _many(graph: CausalGraph, query: Mapping, role: str, *, allow_empty: bool = False) -> frozenset[str]:
-    v = query.get(role, [] if allow_empty else None)
-    vs = [v] if isinstance(v, str) else v
-    if not isinstance(vs, (list, tuple)) or not all(isinstance(u, str) for u in vs):
-        raise ValueError(f"query field {role!r} must be a node name or a list of node names, got {v!r}")
-    if not vs and not allow_empty:
-        raise ValueError(f"query field {role!r} must not be empty")
-    missing = set(vs) - graph.node_set
-    if missing:
-        raise ValueError(
-            f"query field {role!r} has unknown node(s) {sorted(missing)}; nodes are {list(graph.nodes)}"
-        )
-    return frozenset(vs)
-
-
-def _pair(graph: CausalGraph, query: Mapping) -> tuple[str, str]:
-    x, y = _one(graph, query, "treatment"), _one(graph, query, "outcome")
-    if x == y:
-        raise ValueError("query 'treatment' and 'outcome' must differ")
-    return x, y
-
-
-def _check_pair(graph: CausalGraph, query: Mapping, cpts: Mapping | None) -> None:
-    _pair(graph, query)
-
-
-def _xy(graph: CausalGraph, query: Mapping) -> tuple[frozenset[str], frozenset[str]]:
-    xs, ys = _many(graph, query, "x"), _many(graph, query, "y")
-    if xs & ys:
-        raise ValueError(f"query fields 'x' and 'y' overlap on {sorted(xs & ys)}")
-    return xs, ys
-
-
-def _variant(query: Mapping) -> str:
-    return str(query.get("variant", "any"))
-
-
-def _subsets(pool: frozenset[str], limit: int, max_checks: int, ok: Callable[[frozenset[str]], bool]) -> list:
-    """Valid subsets of ``pool`` by increasing size (then natural order), bounded by both caps."""
-    out, checks = [], 0
-    items = sorted(pool, key=node_sort_key)
-    for k in range(len(items) + 1):
-        for combo in itertools.combinations(items, k):
-            checks += 1
-            if checks > max_checks:
-                return out
-            z = frozenset(combo)
-            if ok(z):
-                out.append(z)
-                if len(out) >= limit:
-                    return out
-    return out
-
-
-# ---------------------------------------------------------------------------------------------
-# per-kind logic: check(graph, query, cpts) raises ValueError; valid(...) / enumerate(...) assume checked
-def _valid_backdoor(g, q, z, cpts):
-    x, y = _pair(g, q)
-    variant = _variant(q)
-    if variant == "minimal":
-        return C.is_minimal_backdoor_set(g, x, y, z)
-    if variant == "maximal":
-        return C.is_maximal_backdoor_set(g, x, y, z)
-    return C.is_backdoor_set(g, x, y, z)
-
-
-def _enum_backdoor(g, q, limit, max_checks, cpts):
-    x, y = _pair(g, q)
-    if _variant(q) == "maximal":
-        return C.maximal_backdoor_sets(g, x, y, limit=limit, max_checks=max_checks)
-    return _subsets(
-        C.backdoor_candidates(g, x, y), limit, max_checks, lambda z: _valid_backdoor(g, q, z, cpts)
-    )
-
-
-def _valid_frontdoor(g, q, z, cpts):
-    x, y = _pair(g, q)
-    variant = _variant(q)
-    if variant == "minimal":
-        return C.is_minimal_frontdoor_set(g, x, y, z)
-    if variant == "maximal":
-        return C.is_maximal_frontdoor_set(g, x, y, z)
-    return C.is_frontdoor_set(g, x, y, z)
-
-
-def _enum_frontdoor(g, q, limit, max_checks, cpts):
-    x, y = _pair(g, q)
-    if _variant(q) == "maximal":
-        best = C.maximal_frontdoor_set(g, x, y)
-        return [] if best is None else [best]
-    # minimal sets lie inside the candidates ((ii) and (iii) hold member by member); "any" keeps
-    # the full pool so the generator's bounded search (and so its rows) stays as it was
-    pool = C.frontdoor_candidates(g, x, y) if _variant(q) == "minimal" else g.node_set - {x, y}
-    return _subsets(pool, limit, max_checks, lambda z: _valid_frontdoor(g, q, z, cpts))
-
-
-def _check_sep(g, q, cpts):
-    _xy(g, q)
-
-
-def _valid_sep(g, q, z, cpts):
-    xs, ys = _xy(g, q)
-    if z & (xs | ys):
-        return False
-    if _variant(q) == "minimal":
-        return C.is_minimal_m_separator(g, xs, ys, z)
-    return C.m_separated(g, xs, ys, z)
-
-
-def _enum_sep(g, q, limit, max_checks, cpts):
-    xs, ys = _xy(g, q)
-    return _subsets(g.node_set - xs - ys, limit, max_checks, lambda z: _valid_sep(g, q, z, cpts))
-
-
-def _check_ci(g, q, cpts):
-    xs, ys = _xy(g, q)
-    given = _many(g, q, "given", allow_empty=True)
-    if given & (xs | ys):
-        raise ValueError(f"query field 'given' overlaps 'x'/'y' on {sorted(given & (xs | ys))}")
-
-
-def _truth_ci(g, q, cpts):
-    xs, ys = _xy(g, q)
-    return C.m_separated(g, xs, ys, _many(g, q, "given", allow_empty=True))
-
-
-def _truth_directed(g, q, cpts):
-    x, y = _pair(g, q)
-    return C.has_directed_path(g, x, y)
-
-
-def _valid_mediator(g, q, m, cpts):
-    x, y = _pair(g, q)
-    return m in g.node_set and C.is_mediator(g, x, y, m)
-
-
-def _enum_mediator(g, q, limit, max_checks, cpts):
-    x, y = _pair(g, q)
-    return sorted(C.mediators(g, x, y), key=node_sort_key)[:limit]
-
-
-def _check_cycle(g, q, cpts):
-    pass
-
-
-def _valid_cycle(g, q, seq, cpts):
-    return C.is_directed_cycle(g, seq)
-
-
-def _enum_cycle(g, q, limit, max_checks, cpts):
-    return C.simple_cycles(g, limit=limit)
-
-
-def _check_ate(g, q, cpts):
-    _pair(g, q)
-    for name, default in (("threshold", None), ("margin", 0.0), ("tolerance", 0.01)):
-        v = q.get(name, default)
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-            raise ValueError(f"ate query field {name!r} must be a finite number, got {v!r}")
-        if name != "threshold" and v < 0:
-            raise ValueError(f"ate query field {name!r} must be >= 0, got {v!r}")
-    if cpts is None:
-        raise ValueError("ate queries need the problem's 'cpts'")
-    C.validate_cpts(cpts, g)
-
-
-def _true_ate(g, q, cpts) -> float:
-    x, y = _pair(g, q)
-    return C.interventional_ate(cpts, x, y)
-
-
-def _valid_ate(g, q, value, cpts):
-    decision, psi = value
-    true_psi = _true_ate(g, q, cpts)
-    if decision != (true_psi > float(q["threshold"])):
-        return False
-    return psi is None or abs(psi - true_psi) <= float(q.get("tolerance", 0.01))
-
-
-def _enum_ate(g, q, limit, max_checks, cpts):
-    true_psi = _true_ate(g, q, cpts)
-    return [(true_psi > float(q["threshold"]), true_psi)]
-
-
-def _yes_no_kind(truth: Callable) -> tuple[Callable, Callable]:
-    def valid(g, q, value, cpts):
-        return value == truth(g, q, cpts)
-
-    def enum(g, q, limit, max_checks, cpts):
-        return [truth(g, q, cpts)]
-
-    return valid, enum
-
-
-# ---------------------------------------------------------------------------------------------
-_STRATEGY_NORM_RE = re.compile(r"[^a-z0-9]+")
-
-
-def _norm(text: str) -> str:
-    return _STRATEGY_NORM_RE.sub("", text.lower())
 
 
 @dataclass(frozen=True)
@@ -625,86 +269,6 @@ class QueryKind:
         return self.strategy_problem(text) is None
 
 
-def _strategy_check(kind: str, strategies: tuple[str, ...], text: Any) -> str | None:
-    if isinstance(text, str) and any(
-        ord(ch) > 127 and unicodedata.category(ch).startswith("L") for ch in text[:MAX_ANSWER_CHARS]
-    ):
-        return "uses non-ASCII letters (method names are written in ASCII; look-alike letters hide names)"
-    found = named_methods(text)
-    if not found:
-        return "names no known method"
-    accepted = {_norm(s) for s in strategies}
-    foreign = [name for name in found if _norm(name) not in accepted]
-    if foreign:
-        if len(found) > len(foreign):
-            return f"names more than one method: {found[:4]}"
-        return f"names {foreign[0]!r}, which does not decide {kind}"
-    if not any(all(_norm(name) in group for name in found) for group in _GROUP_SETS):
-        return f"names more than one method: {found[:4]}"
-    return None
-
-
-# STRATEGY texts repeat across prompts ("backdoor criterion"). The verdict reads only the kind's name
-# and strategies, the text and the module's method tables: keyed by those (all immutable), a str or
-# None; bounded (texts up to _MEMO_TEXT_CHARS).
-_strategy_problem = functools.lru_cache(maxsize=4_096)(_strategy_check)
-
-
-#: Method names a STRATEGY may use, grouped by method: names in one group are one method.
-METHOD_GROUPS: dict[str, tuple[str, ...]] = {
-    "backdoor criterion": ("backdoor criterion", "back-door criterion", "backdoor adjustment",
-                           "back-door adjustment", "adjustment criterion", "adjustment set"),
-    "adjustment formula": ("adjustment formula", "g-formula",
-                           "truncated factorization", "truncated factorisation"),
-    "frontdoor criterion": ("frontdoor criterion", "front-door criterion", "frontdoor adjustment",
-                            "front-door adjustment"),
-    "separation": ("d-separation", "m-separation", "Bayes ball", "moral graph", "moralization",
-                   "moralisation", "global Markov property", "latent projection", "canonical DAG"),
-    "graph search": ("directed path", "reachability", "DFS", "BFS", "depth-first search",
-                     "breadth-first search", "mediation", "mediator"),
-    "cycle detection": ("cycle detection", "topological sort", "Kahn", "back edge", "DFS",
-                        "depth-first search"),
-    "other methods": ("do-calculus", "instrumental variable", "propensity score", "regression",
-                      "inverse probability weighting", "matching", "randomization", "simulation"),
-}  # fmt: skip
-_GROUP_SETS = [frozenset(_norm(n) for n in names) for names in METHOD_GROUPS.values()]
-_METHOD_NAMES: dict[str, str] = {}
-for _names in METHOD_GROUPS.values():
-    for _name in _names:
-        _METHOD_NAMES.setdefault(_norm(_name), _name)
-_METHOD_RE = re.compile("|".join(sorted(map(re.escape, _METHOD_NAMES), key=len, reverse=True)))
-
-
-def named_methods(text: Any) -> list[str]:
-    """The distinct method names of :data:`METHOD_GROUPS` in ``text``, in order of appearance.
-
-    Example:
-        >>> named_methods("Cycle detection (DFS), then DFS again")
-        ['cycle detection', 'DFS']
-    """
-    if not isinstance(text, str):
-        return []
-    found = [_METHOD_NAMES[m.group(0)] for m in _METHOD_RE.finditer(_norm(text[:MAX_ANSWER_CHARS]))]
-    return list(dict.fromkeys(found))
-
-
-_PARSERS: dict[str, Callable[[Any], Any]] = {
-    "set": parse_node_set,
-    "yes_no": parse_yes_no,
-    "node": parse_node,
-    "cycle": parse_cycle,
-    "ate": _parse_ate,
-}
-_FORMATTERS: dict[str, Callable[[Any], str]] = {
-    "set": _format_set,
-    "yes_no": _format_yes_no,
-    "node": str,
-    "cycle": _format_cycle,
-    "ate": lambda v: _format_yes_no(v[0]),
-}
-
-_ci_valid, _ci_enum = _yes_no_kind(_truth_ci)
-_dp_valid, _dp_enum = _yes_no_kind(_truth_directed)
 _ACYCLIC = ("DAG", "ADMG")
 _SEP_STRATEGIES = (
     "d-separation",
@@ -1038,7 +602,6 @@ def _grade(problem: Mapping | str, span: Any) -> bool:
 # and the G samples of a prompt share the problem and repeat answers. Results are immutable (bool,
 # frozenset, tuple, str); the loaded problem below is only read by the graders in this module.
 # All bounded: answers longer than _MEMO_TEXT_CHARS are not memoised.
-_MEMO_TEXT_CHARS = 512
 
 
 @functools.lru_cache(maxsize=8_192)

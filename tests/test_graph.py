@@ -309,6 +309,8 @@ def test_path_constructor_checks_marks():
 
 _CRITERIA_MODULES = ("criteria", "separation", "paths", "ate")
 
+_QUERIES_MODULES = ("queries", "answers", "query_predicates", "strategy_methods")
+
 _CLEAR_MODULES = (
     "clear",
     "clear_descriptions",
@@ -321,7 +323,7 @@ _CLEAR_MODULES = (
 
 @pytest.mark.parametrize(
     "modules",
-    [("graph",), _CRITERIA_MODULES, ("queries",), _CLEAR_MODULES],
+    [("graph",), _CRITERIA_MODULES, _QUERIES_MODULES, _CLEAR_MODULES],
     ids=["graph", "criteria", "queries", "clear"],
 )
 def test_docstring_examples(modules):

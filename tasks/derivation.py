@@ -71,15 +71,29 @@ from __future__ import annotations
 
 import functools
 import itertools
-import math
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from faithgrpo.tasks import criteria as C
-from faithgrpo.tasks.graph import CausalGraph, GraphParseError, Path, node_sort_key, parse_path
-from faithgrpo.tasks.queries import parse_node_set
+from faithgrpo.tasks.claim_checks import (
+    PROB_TOLERANCE,
+    _claim_verdict,
+    _Context,
+    _fmt,
+    _prob,
+    _unknown,
+    derivation_context,
+)
+from faithgrpo.tasks.claim_index import _Claims
+from faithgrpo.tasks.claims import (
+    MAX_CLAIM_LINES,  # noqa: F401  (re-exported: callers use derivation.MAX_CLAIM_LINES)
+    MAX_LINE_CHARS,  # noqa: F401  (re-exported: callers use derivation.MAX_LINE_CHARS)
+    Claim,
+    parse_claim,
+    parse_claims,
+)
+from faithgrpo.tasks.graph import CausalGraph, Path, node_sort_key
 
 __all__ = [
     "DEFAULT_MAX_PATHS",
@@ -93,71 +107,9 @@ __all__ = [
 ]
 
 DEFAULT_MAX_PATHS = 8
-PROB_TOLERANCE = 0.002  # three printed decimals plus float error
-MAX_CLAIM_LINES = 512
-MAX_LINE_CHARS = 2_000
 MAX_STRATA = 64  # an ATE certificate over more strata than this is not accepted (|Z| <= 6)
-
-_NODE = r"[A-Za-z0-9_]{1,64}"
-_SET = r"\{[^{}]{0,1500}\}"
-_NODES = rf"(?:{_SET}|{_NODE})"
-_NUM = r"[-+]?(?:\d{1,6}(?:\.\d{0,12})?|\.\d{1,12})(?:[eE][-+]?\d{1,3})?"
-_PATH_TEXT = r"[^;{}]{1,1500}?"
-_LEAD = r"^(?:(?i:so|hence|thus|therefore|then|and)\b[ ,]*)?"
-
-_PATH_STATUS_RE = re.compile(
-    _LEAD + rf"(?P<kind>backdoor\s+|back-door\s+|directed\s+)?path\s+(?P<path>{_PATH_TEXT})\s+is\s+"
-    rf"(?P<status>open|blocked|unblocked|active|inactive)\s+given\s+(?P<given>{_SET}|∅)\s*\.?$",
-    re.IGNORECASE,
-)
-_DIRECTED_RE = re.compile(_LEAD + rf"directed\s+path\s+(?P<path>{_PATH_TEXT})\s*\.?$", re.IGNORECASE)
-_NO_PATH_RE = re.compile(
-    _LEAD + rf"(?:there\s+is\s+)?no\s+(?P<kind>backdoor\s+|back-door\s+|directed\s+)?path\s+"
-    rf"(?:from|between)\s+(?P<a>{_NODE})\s+(?:to|and)\s+(?P<b>{_NODE})\s*\.?$",
-    re.IGNORECASE,
-)
-_DESCENDANT_RE = re.compile(
-    _LEAD + rf"(?P<a>{_NODE})\s+is\s+(?P<neg>not\s+)?an?\s+descendant\s+of\s+(?P<b>{_NODE})\s*\.?$",
-    re.IGNORECASE,
-)
-_FAMILY_RE = re.compile(
-    _LEAD + rf"(?P<rel>descendants|parents)\s+of\s+(?P<a>{_NODE})\s*(?:=|:|are)\s*(?P<set>{_SET}|∅)\s*\.?$",
-    re.IGNORECASE,
-)
-_SEPARATION_RE = re.compile(
-    _LEAD + rf"(?P<a>{_NODES})\s+and\s+(?P<b>{_NODES})\s+are\s+(?P<neg>not\s+)?(?P<sep>[dm])-separated\s+"
-    rf"given\s+(?P<given>{_SET}|∅)\s*\.?$",
-    re.IGNORECASE,
-)
-_CYCLE_RE = re.compile(_LEAD + rf"(?:directed\s+)?cycle\s+(?P<path>{_PATH_TEXT})\s*\.?$", re.IGNORECASE)
-_EDGE_RE = re.compile(_LEAD + rf"edge\s+(?P<path>{_PATH_TEXT})\s*\.?$", re.IGNORECASE)
-_PROB_RE = re.compile(
-    _LEAD
-    + rf"P\((?P<target>[^|()]{{1,800}}?)(?:\|(?P<cond>[^|()]{{0,800}}))?\)\s*=\s*(?P<value>{_NUM})\s*\.?$"
-)
-_PSI_RE = re.compile(
-    _LEAD + rf"(?:ψ|psi|ATE)\s*=\s*(?:[^=]{{0,600}}=\s*)?(?P<value>{_NUM})\s*\.?$", re.IGNORECASE
-)
-_ASSIGN_RE = re.compile(rf"\s*({_NODE})\s*=\s*([01])\s*")
-_SPLIT_SET_RE = re.compile(r"[,\s]+")
-
-
-@dataclass(frozen=True)
-class Claim:
-    """One parsed derivation claim.
-
-    Attributes:
-        kind: ``path``, ``directed``, ``no_path``, ``descendant``, ``family``, ``separation``,
-            ``cycle``, ``edge``, ``prob`` or ``psi``.
-        line: the claim's line number in DERIVATION (from 1).
-        text: the line.
-        args: kind-specific values (see :func:`parse_claim`).
-    """
-
-    kind: str
-    line: int
-    text: str
-    args: tuple = ()
+_MAX_CERTIFICATES = 256  # certificates remembered per context (then that memo starts over)
+_MAX_CERTIFICATE_KEY = 1_000  # claim text per certificate key: <= ~0.3 MB per context
 
 
 @dataclass
@@ -192,376 +144,7 @@ class DerivationReport:
 
 
 # ---------------------------------------------------------------------------------------------
-# parsing
-# A path's parse depends only on its text, and the same path shows up in many claim lines (other
-# given sets, statuses, leads). Safe to share: a Path is frozen (tuples of str) and the key is the
-# text itself; the claim patterns cap a path at 1,500 characters and the cache at 8,192 entries.
-@functools.lru_cache(maxsize=8_192)
-def _path(text: str) -> Path | None:
-    try:
-        return parse_path(text.strip(), max_nodes=128, max_chars=1500)
-    except (GraphParseError, ValueError):
-        return None
-
-
-def _assignments(text: str) -> tuple[tuple[str, int], ...] | None:
-    out = []
-    for part in text.split(","):
-        m = _ASSIGN_RE.fullmatch(part)
-        if m is None:
-            return None
-        out.append((m.group(1), int(m.group(2))))
-    names = [n for n, _ in out]
-    return tuple(out) if out and len(set(names)) == len(names) else None
-
-
-def parse_claim(line: str, number: int = 0) -> Claim | None:
-    """Parse one derivation line into a :class:`Claim`, or ``None`` for prose.
-
-    Example:
-        >>> parse_claim("backdoor path X <- U -> Y is blocked given {U}").args
-        (Path(nodes=('X', 'U', 'Y'), marks=('<-', '->')), 'blocked', frozenset({'U'}), 'backdoor')
-        >>> parse_claim("the path is blocked, I think") is None
-        True
-    """
-    if len(line) > MAX_LINE_CHARS:
-        return None
-    if type(number) is int:  # Claims are frozen (immutable args too), so one object can be shared
-        return _claim_at(line, number)
-    parsed = _parse_line(line)
-    return None if parsed is None else Claim(parsed[0], number, parsed[1], parsed[2])
-
-
-@functools.lru_cache(maxsize=16_384)
-def _claim_at(line: str, number: int) -> Claim | None:
-    parsed = _parse_line(line)
-    return None if parsed is None else Claim(parsed[0], number, parsed[1], parsed[2])
-
-
-@functools.lru_cache(maxsize=8_192)
-def _parse_line(line: str) -> tuple[str, str, tuple] | None:
-    """``(kind, normalised text, args)`` of a claim line (at most MAX_LINE_CHARS), or ``None`` for prose."""
-    text = " ".join(line.split(";", 1)[0].split())  # one space between words: no backtracking on runs
-    if not text:
-        return None
-    parsed = _parse_claim_text(text)
-    return None if parsed is None else (parsed[0], text, parsed[1])
-
-
-# Parsing depends only on the normalised line; the G completions of a prompt repeat lines a lot.
-# Safe to share: the result is a (kind, args) tuple of str/frozenset/Path/float (all immutable),
-# and the key is the text itself. Lines are at most MAX_LINE_CHARS, so the cache is bounded.
-@functools.lru_cache(maxsize=16_384)
-def _parse_claim_text(text: str) -> tuple[str, tuple] | None:
-    low = text.lower()
-    if "path" in low:
-        m = _PATH_STATUS_RE.match(text)
-        if m:
-            path, given = _path(m.group("path")), parse_node_set(m.group("given"))
-            status = {"unblocked": "open", "active": "open", "inactive": "blocked"}.get(
-                m.group("status").lower(), m.group("status").lower()
-            )
-            prefix = (m.group("kind") or "").strip().lower().replace("back-door", "backdoor")
-            if path is None or given is None:
-                return ("malformed", (f"unreadable path or set in {text[:60]!r}",))
-            return ("path", (path, status, given, prefix))
-        m = _NO_PATH_RE.match(text)
-        if m:
-            prefix = (m.group("kind") or "").strip().lower().replace("back-door", "backdoor")
-            return ("no_path", (m.group("a"), m.group("b"), prefix))
-        m = _DIRECTED_RE.match(text)
-        if m:
-            path = _path(m.group("path"))
-            if path is None:
-                return ("malformed", (f"unreadable path in {text[:60]!r}",))
-            return ("directed", (path,))
-    if "descendant" in low:
-        m = _DESCENDANT_RE.match(text)
-        if m:
-            return ("descendant", (m.group("a"), m.group("b"), not m.group("neg")))
-    if "descendants" in low or "parents" in low:
-        m = _FAMILY_RE.match(text)
-        if m:
-            members = parse_node_set(m.group("set"))
-            if members is None:
-                return ("malformed", (f"unreadable set in {text[:60]!r}",))
-            return ("family", (m.group("rel").lower(), m.group("a"), members))
-    if "separated" in low:
-        m = _SEPARATION_RE.match(text)
-        if m:
-            a, b, given = (
-                parse_node_set(m.group("a")),
-                parse_node_set(m.group("b")),
-                parse_node_set(m.group("given")),
-            )
-            if a is None or b is None or given is None:
-                return ("malformed", (f"unreadable set in {text[:60]!r}",))
-            return ("separation", (a, b, given, not m.group("neg")))
-    if "cycle" in low:
-        m = _CYCLE_RE.match(text)
-        if m:
-            path = _path(m.group("path"))
-            if path is None:
-                return ("malformed", (f"unreadable cycle in {text[:60]!r}",))
-            return ("cycle", (path,))
-    if low.startswith("edge") or low.split(" ", 1)[-1].startswith("edge"):
-        m = _EDGE_RE.match(text)
-        if m:
-            path = _path(m.group("path"))
-            if path is None or len(path.nodes) != 2:
-                return ("malformed", (f"an edge joins two nodes: {text[:60]!r}",))
-            return ("edge", (path,))
-    if "P(" in text:
-        m = _PROB_RE.match(text)
-        if m:
-            target = _assignments(m.group("target"))
-            cond = _assignments(m.group("cond")) if m.group("cond") is not None else ()
-            value = float(m.group("value"))
-            if target is None or cond is None or not math.isfinite(value):
-                return ("malformed", (f"unreadable probability in {text[:60]!r}",))
-            return ("prob", (target, cond, value))
-    if "ψ" in text or "psi" in low or "ate" in low:
-        m = _PSI_RE.match(text)
-        if m:
-            value = float(m.group("value"))
-            if not math.isfinite(value):
-                return ("malformed", ("ψ is not a finite number",))
-            return ("psi", (value,))
-    return None
-
-
-def parse_claims(lines: Sequence[str]) -> list[Claim]:
-    """The claims among ``lines`` (at most :data:`MAX_CLAIM_LINES` lines are read)."""
-    out = []
-    for number, line in enumerate(lines[:MAX_CLAIM_LINES], start=1):
-        if isinstance(line, str):
-            claim = parse_claim(line, number)
-            if claim is not None:
-                out.append(claim)
-    return out
-
-
-# ---------------------------------------------------------------------------------------------
-# truth of single claims
-class _Context:
-    """What claims are checked against: the verification graph, the CPTs and the query."""
-
-    def __init__(self, graph: CausalGraph, cpts: Mapping[str, Any] | None, query: Mapping[str, Any]):
-        self.graph, self.cpts, self.query = graph, cpts, query
-        self._desc: dict[str, frozenset[str]] = {}
-        self._joints: dict[tuple[str, ...], Any] = {}
-        # claim text -> why it is false (None: true). A claim's truth depends only on its text (which
-        # determines its kind and args) and on this context, so a context reused for the G
-        # completions of one problem (:func:`derivation_context`) checks each distinct line once.
-        self._truth: dict[str, str | None] = {}
-        # (claim texts, kind, value, ...) -> what the claims fail to certify (see check_derivation)
-        self._certificates: dict[tuple, str | None] = {}
-
-    @functools.cached_property
-    def table(self) -> dict | None:
-        # against this graph: CPTs of another graph (a trace's own GRAPH) make every number unverifiable
-        return None if self.cpts is None else C.validate_cpts(self.cpts, self.graph)
-
-    def joint(self, names: tuple[str, ...]) -> Any:
-        """P(names) as an array (cached: strata claims and certification ask for the same marginals)."""
-        if names not in self._joints:
-            assert self.table is not None
-            self._joints[names] = C._joint(self.table, list(names))
-        return self._joints[names]
-
-    def desc(self, v: str) -> frozenset[str]:
-        if v not in self._desc:
-            self._desc[v] = self.graph.descendants(v)
-        return self._desc[v]
-
-
-_MAX_TRUTHS = 512  # distinct claim lines remembered per context (then the memo starts over)
-_MAX_TRUTH_KEY = 300  # longer lines are checked without memoising: <= ~0.3 MB per context
-_MAX_CERTIFICATES = 256  # certificates remembered per context (then that memo starts over)
-_MAX_CERTIFICATE_KEY = 1_000  # claim text per certificate key: <= ~0.3 MB per context
-
-
-def derivation_context(
-    graph: CausalGraph, cpts: Mapping[str, Any] | None, query: Mapping[str, Any]
-) -> _Context:
-    """A reusable checking context for many derivations on one problem (pass it to :func:`check_derivation`).
-
-    It remembers descendant sets, CPT marginals and the verdict on each distinct claim line. The
-    graph is immutable; ``cpts`` and ``query`` must not be mutated while the context is in use (the
-    prepared CALVER problem that owns it never does).
-    """
-    return _Context(graph, cpts, query)
-
-
-def _claim_verdict(ctx: _Context, claim: Claim) -> str | None:
-    """:func:`_claim_problem` with the error handling of :func:`check_derivation`, memoised per context."""
-    key = claim.text
-    if key in ctx._truth:
-        return ctx._truth[key]
-    try:
-        why = _claim_problem(ctx, claim)
-    except (ValueError, KeyError, IndexError) as exc:  # a claim the graph functions reject
-        why = f"cannot be checked: {str(exc)[:100]}"
-    if len(key) <= _MAX_TRUTH_KEY:
-        if len(ctx._truth) >= _MAX_TRUTHS:
-            ctx._truth.clear()
-        ctx._truth[key] = why
-    return why
-
-
-def _unknown(ctx: _Context, nodes: Iterable[str]) -> str | None:
-    missing = sorted(set(nodes) - ctx.graph.node_set, key=node_sort_key)
-    return f"{', '.join(missing[:3])} not node(s) of the graph" if missing else None
-
-
-def _path_problem(ctx: _Context, path: Path) -> str | None:
-    if len(path.nodes) < 2:
-        return f"a path joins at least two nodes, got {path}"
-    why = _unknown(ctx, path.nodes)
-    if why:
-        return why
-    if len(set(path.nodes)) != len(path.nodes):
-        return f"{path} repeats a node"
-    for a, m, b in zip(path.nodes, path.marks, path.nodes[1:]):
-        g = ctx.graph
-        ok = (
-            (a, b) in g.directed
-            if m == "->"
-            else (b, a) in g.directed
-            if m == "<-"
-            else (a, b) in g.bidirected or (b, a) in g.bidirected
-        )
-        if not ok:
-            return f"{a} {m} {b} is not an edge of the graph"
-    return None
-
-
-def _prob(ctx: _Context, target: tuple, cond: tuple) -> float | None:
-    """P(target | cond) from the CPTs, ``None`` when undefined (P(cond) = 0)."""
-    names = tuple(n for n, _ in target) + tuple(n for n, _ in cond)
-    num = float(ctx.joint(names)[tuple(v for _, v in target) + tuple(v for _, v in cond)])
-    if not cond:
-        return num
-    den = float(ctx.joint(tuple(n for n, _ in cond))[tuple(v for _, v in cond)])
-    return None if den <= 1e-12 else num / den
-
-
-def _claim_problem(ctx: _Context, claim: Claim) -> str | None:
-    """``None`` when ``claim`` is true on the context's graph/CPTs, else why it is false."""
-    g, a = ctx.graph, claim.args
-    if claim.kind == "malformed":
-        return a[0]
-    if claim.kind in ("path", "directed", "edge", "cycle"):
-        path = a[0]
-        if claim.kind == "cycle":
-            if len(path.nodes) < 3 or path.nodes[0] != path.nodes[-1]:
-                return f"cycle {path} does not return to its first node"
-            why = _path_problem(ctx, Path(path.nodes[:-1], path.marks[:-1]))
-            if why is None and not all(m == "->" for m in path.marks):
-                why = f"cycle {path} is not directed"
-            if why is None:
-                last = Path(path.nodes[-2:], path.marks[-1:])
-                why = _path_problem(ctx, last)
-            return why
-        why = _path_problem(ctx, path)
-        if why:
-            return why
-        if claim.kind == "directed" and not all(m == "->" for m in path.marks):
-            return f"{path} is not a directed path"
-        if claim.kind == "path":
-            _, status, given, prefix = a
-            why = _unknown(ctx, given)
-            if why:
-                return why
-            if prefix == "backdoor" and path.marks[0] not in ("<-", "<->"):
-                return f"{path} is not a backdoor path (no arrowhead into {path.nodes[0]})"
-            if prefix == "directed" and not all(m == "->" for m in path.marks):
-                return f"{path} is not a directed path"
-            if set(path.nodes[:1] + path.nodes[-1:]) & given:
-                return f"the given set {_fmt(given)} contains an endpoint of {path}"
-            actual = "blocked" if C.path_is_blocked(g, path, given) else "open"
-            if actual != status:
-                return f"{path} is {actual} given {_fmt(given)}, not {status}"
-        return None
-    if claim.kind == "no_path":
-        x, y, prefix = a
-        why = _unknown(ctx, (x, y))
-        if why or x == y:
-            return why or "the two ends are the same node"
-        if prefix == "directed":
-            found = y in ctx.desc(x)
-        else:
-            firsts = ("<-", "<->") if prefix == "backdoor" else ("->", "<-", "<->")
-            found = C.path_exists(g, x, y, first_marks=firsts)
-        return f"a {prefix + ' ' if prefix else ''}path from {x} to {y} exists" if found else None
-    if claim.kind == "descendant":
-        v, of, positive = a
-        why = _unknown(ctx, (v, of))
-        if why:
-            return why
-        return (
-            None
-            if (v in ctx.desc(of)) == positive
-            else f"{v} is {'not ' if positive else ''}a descendant of {of}"
-        )
-    if claim.kind == "family":
-        rel, v, members = a
-        why = _unknown(ctx, (v, *members))
-        if why:
-            return why
-        actual = ctx.desc(v) if rel == "descendants" else g.parents(v)
-        return None if actual == members else f"the {rel} of {v} are {_fmt(actual)}"
-    if claim.kind == "separation":
-        xs, ys, given, positive = a
-        why = _unknown(ctx, (*xs, *ys, *given))
-        if why:
-            return why
-        if (xs & ys) or ((xs | ys) & given) or not xs or not ys:
-            return "the two sides and the given set must be disjoint and non-empty"
-        if g.kind == "DG":
-            return "separation is not defined on a cyclic graph here"
-        actual = C.m_separated(g, xs, ys, given)
-        return (
-            None
-            if actual == positive
-            else f"{_fmt(xs)} and {_fmt(ys)} are {'' if actual else 'not '}separated given {_fmt(given)}"
-        )
-    if claim.kind == "prob":
-        target, cond, value = a
-        if ctx.table is None:
-            return "the problem has no CPTs to read probabilities from"
-        names = [n for n, _ in target] + [n for n, _ in cond]
-        why = _unknown(ctx, names)
-        if why or len(set(names)) != len(names):
-            return why or "a variable appears twice"
-        try:
-            actual = _prob(ctx, target, cond)
-        except ValueError as exc:
-            return str(exc)[:100]
-        if actual is None:
-            return "the conditioning event has probability 0"
-        return (
-            None
-            if abs(actual - value) <= PROB_TOLERANCE
-            else f"the probability is {actual:.4f}, not {value:g}"
-        )
-    if claim.kind == "psi":
-        if ctx.table is None:
-            return "the problem has no CPTs to compute ψ from"
-        return None  # its value is checked against the certified adjustment set in _certify_ate
-    return f"unknown claim kind {claim.kind!r}"
-
-
-def _fmt(nodes: Iterable[str]) -> str:
-    return "{" + ", ".join(sorted(nodes, key=node_sort_key)) + "}"
-
-
-# ---------------------------------------------------------------------------------------------
 # certification
-def _oriented(path: Path, x: str) -> Path:
-    return path if path.nodes[0] == x else path.reversed()
-
-
 def _required_paths(g: CausalGraph, pairs: Iterable[tuple[str, str]], first: tuple[str, ...], cap: int,
                     marks: tuple[str, ...] = ("->", "<-", "<->")) -> tuple[tuple[Path, ...], bool]:  # fmt: skip
     """Paths between the pairs (up to cap + 1) and whether that is all of them."""
@@ -597,54 +180,6 @@ def _require_paths(
     if len(claimed) < cap:
         return f"more than {cap} {what}s exist; show at least {cap} of them blocked given {_fmt(given)}"
     return None
-
-
-class _Claims:
-    """True claims indexed for certification."""
-
-    def __init__(self, claims: list[Claim]):
-        self.all = claims
-
-    def paths(self, status: str, given: frozenset[str], x: str, y: str, backdoor: bool = False) -> set[Path]:
-        out = set()
-        for c in self.all:
-            if c.kind == "path" and c.args[1] == status and c.args[2] == given:
-                p = c.args[0]
-                if {p.nodes[0], p.nodes[-1]} == {x, y}:
-                    p = _oriented(p, x)
-                    if not backdoor or p.marks[0] in ("<-", "<->"):
-                        out.add(p)
-        return out
-
-    def directed(self, x: str, y: str) -> set[Path]:
-        out = set()
-        for c in self.all:
-            p = c.args[0] if c.kind in ("directed", "path") else None
-            if p is not None and p.nodes[0] == x and p.nodes[-1] == y and all(m == "->" for m in p.marks):
-                out.add(p)
-        return out
-
-    def no_path(self, x: str, y: str, prefix: str) -> bool:
-        """A ``no [prefix] path from x to y`` claim (either direction when undirected)."""
-        ends = {(x, y), (y, x)} if prefix == "" else {(x, y)}
-        return any(c.kind == "no_path" and c.args[2] == prefix and c.args[:2] in ends for c in self.all)
-
-    def descendant_set(self, x: str) -> frozenset[str] | None:
-        return next(
-            (c.args[2] for c in self.all if c.kind == "family" and c.args[:2] == ("descendants", x)), None
-        )
-
-    def non_descendant(self, v: str, x: str) -> bool:
-        desc = self.descendant_set(x)
-        if desc is not None and v not in desc:
-            return True
-        return any(c.kind == "descendant" and c.args == (v, x, False) for c in self.all)
-
-    def separated(self, xs: frozenset[str], ys: frozenset[str], given: frozenset[str]) -> bool:
-        return any(
-            c.kind == "separation" and c.args[3] and c.args[2] == given and {c.args[0], c.args[1]} == {xs, ys}
-            for c in self.all
-        )
 
 
 def _certify_blocking(

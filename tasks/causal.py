@@ -22,10 +22,9 @@ Rows are deterministic per (dataset name, seed, index).
 
 from __future__ import annotations
 
-import itertools
 import json
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -33,10 +32,11 @@ import reasoning_gym
 from reasoning_gym.dataset import ProceduralDataset
 from reasoning_gym.factory import DATASETS
 
-from faithgrpo.tasks import criteria as C
-from faithgrpo.tasks.graph import CausalGraph, node_sort_key
+from faithgrpo.tasks.graph_families import FAMILIES, make_graph
 from faithgrpo.tasks.prompts import answer_instructions, problem_text, trace_instructions
 from faithgrpo.tasks.queries import QUERY_KINDS, grade_answer
+from faithgrpo.tasks.query_builders import BUILDERS as _BUILDERS
+from faithgrpo.tasks.query_builders import MAX_CHECKS as _MAX_CHECKS
 from faithgrpo.tasks.stories import THEMES, name_graph, story_text
 
 __all__ = [
@@ -55,7 +55,6 @@ __all__ = [
     "to_trl_row",
 ]
 
-FAMILIES = ("random_dag", "motifs", "admg", "cyclic")
 _DAGS = ("random_dag", "motifs")
 #: Graph families each query kind is drawn on (the kind must be defined on the family's graph type).
 KIND_FAMILIES: dict[str, tuple[str, ...]] = {
@@ -76,9 +75,7 @@ MODES = ("supplied", "constructed")
 
 # Letters that read as variables; no I/O (look like digits) and no P (probabilities are P(...)).
 _LETTERS = "ABCDEFGHJKLMNQRSTUVWXYZ"
-_PAIRS_TRIED = 40  # (x, y) pairs tried per graph before drawing a new graph
 _CHOICES = 16  # valid answers the listed answer is drawn from
-_MAX_CHECKS = 512  # candidate subsets examined per query
 _PREFERENCE_TRIES = 5  # extra graphs drawn for a preferred (confounded) query before the fallback
 
 
@@ -204,311 +201,6 @@ class CausalStoryConfig(CausalGraphConfig):
     """:class:`CausalGraphConfig` for constructed-graph mode (stories; the edge list is hidden)."""
 
     mode: str = "constructed"
-
-
-# ---------------------------------------------------------------------------------------------
-# graph families
-def _connect(order: list[str], edges: set, rng: random.Random, max_parents: int) -> None:
-    """Add forward edges (in ``order``) until the graph is weakly connected."""
-    parent = {v: v for v in order}
-
-    def find(v):
-        while parent[v] != v:
-            parent[v] = parent[parent[v]]
-            v = parent[v]
-        return v
-
-    for a, b in edges:
-        parent[find(a)] = find(b)
-    pos = {v: i for i, v in enumerate(order)}
-    indeg = {v: sum(1 for _, b in edges if b == v) for v in order}
-    while len({find(v) for v in order}) > 1:
-        # Name each component by its first node in `order`: union-find roots depend on the order
-        # edges were merged in, which for a set of string pairs varies with PYTHONHASHSEED.
-        comps: dict[str, list[str]] = {}
-        for v in order:
-            comps.setdefault(find(v), []).append(v)
-        inside = rng.choice(sorted(comps.values(), key=lambda c: pos[c[0]]))
-        comp = find(inside[0])
-        outside = [v for v in order if find(v) != comp]
-        pairs = [(u, w) for u in inside for w in outside]
-        rng.shuffle(pairs)
-        pairs.sort(key=lambda p: indeg[max(p, key=pos.__getitem__)] >= max_parents)  # prefer heads with room
-        u, w = pairs[0]
-        a, b = (u, w) if pos[u] < pos[w] else (w, u)
-        edges.add((a, b))
-        indeg[b] += 1
-        parent[find(a)] = find(b)
-
-
-def _random_dag(names: list[str], rng: random.Random, cfg: CausalGraphConfig) -> set:
-    order = list(names)
-    rng.shuffle(order)
-    edges = set()
-    for j, b in enumerate(order):
-        parents = [a for a in order[:j] if rng.random() < cfg.edge_prob]
-        if len(parents) > cfg.max_parents:
-            parents = rng.sample(parents, cfg.max_parents)
-        edges |= {(a, b) for a in parents}
-    _connect(order, edges, rng, cfg.max_parents)
-    return edges
-
-
-# motif edges over roles 0-1-2 (a path of three roles)
-_MOTIFS = {
-    "chain": ((0, 1), (1, 2)),
-    "fork": ((1, 0), (1, 2)),
-    "collider": ((0, 1), (2, 1)),
-}
-
-
-def _motif_dag(names: list[str], rng: random.Random, cfg: CausalGraphConfig) -> set:
-    """Glue chains, forks and colliders onto a growing graph; edges follow random ranks, so no cycle."""
-    pending = list(names)
-    rng.shuffle(pending)
-    first = pending.pop()
-    rank = {first: 0.0}
-    edges: set = set()
-    indeg = {v: 0 for v in names}
-    while pending:
-        anchor = rng.choice(sorted(rank, key=node_sort_key))
-        if len(pending) == 1:
-            new = pending.pop()
-            if rng.random() < 0.5 or indeg[anchor] >= cfg.max_parents:
-                edges.add((anchor, new))
-                rank[new] = rank[anchor] + rng.uniform(0.1, 1.0)
-                indeg[new] += 1
-            else:
-                edges.add((new, anchor))
-                rank[new] = rank[anchor] - rng.uniform(0.1, 1.0)
-                indeg[anchor] += 1
-            continue
-        options = []
-        for motif, motif_edges in _MOTIFS.items():
-            for role in range(3):
-                gained = sum(1 for _, b in motif_edges if b == role)
-                if indeg[anchor] + gained <= cfg.max_parents:
-                    options.append((motif, role))
-        motif, role = rng.choice(options)
-        news = [pending.pop(), pending.pop()]
-        who = {role: anchor}
-        for r, v in zip([r for r in range(3) if r != role], news):
-            who[r] = v
-        # rank the new nodes outward from the anchor along the path of roles 0-1-2
-        for r in sorted((r for r in range(3) if r != role), key=lambda r: abs(r - role)):
-            nb = r + 1 if abs(r + 1 - role) < abs(r - role) else r - 1
-            u, v = who[nb], who[r]
-            step = rng.uniform(0.1, 1.0)
-            rank[v] = rank[u] + step if (nb, r) in _MOTIFS[motif] else rank[u] - step
-        for a, b in _MOTIFS[motif]:
-            edges.add((who[a], who[b]))
-            indeg[who[b]] += 1
-    # a few extra forward edges make the mixes less tree-like
-    order = sorted(names, key=rank.__getitem__)
-    for i, j in itertools.combinations(range(len(order)), 2):
-        a, b = order[i], order[j]
-        if (a, b) not in edges and indeg[b] < cfg.max_parents and rng.random() < cfg.edge_prob / 4:
-            edges.add((a, b))
-            indeg[b] += 1
-    return edges
-
-
-def _base_dag(names, rng, cfg) -> set:
-    return (_random_dag if rng.random() < 0.5 else _motif_dag)(names, rng, cfg)
-
-
-def make_graph(
-    family: str, names: Sequence[str], rng: random.Random, config: CausalGraphConfig
-) -> CausalGraph:
-    """Draw one graph of ``family`` over ``names`` (nodes listed in natural order).
-
-    Raises:
-        ValueError: an unknown family.
-    """
-    names = list(names)
-    nodes = tuple(sorted(names, key=node_sort_key))
-    if family == "random_dag":
-        return CausalGraph("DAG", nodes, frozenset(_random_dag(names, rng, config))).validate()
-    if family == "motifs":
-        return CausalGraph("DAG", nodes, frozenset(_motif_dag(names, rng, config))).validate()
-    if family == "admg":
-        directed = _base_dag(names, rng, config)
-        adjacent = {frozenset(e) for e in directed}
-        pairs = [
-            p
-            for p in itertools.combinations(sorted(names, key=node_sort_key), 2)
-            if frozenset(p) not in adjacent
-        ]
-        pairs = pairs or list(itertools.combinations(sorted(names, key=node_sort_key), 2))
-        k = min(rng.randint(1, config.max_bidirected), len(pairs))
-        return CausalGraph("ADMG", nodes, frozenset(directed), frozenset(rng.sample(pairs, k))).validate()
-    if family == "cyclic":
-        directed = _base_dag(names, rng, config)
-        dag = CausalGraph("DAG", nodes, frozenset(directed))
-        # a back edge v -> u with u an ancestor of v closes at least one cycle
-        back = [(v, u) for v in nodes for u in dag.ancestors(v)]
-        back.sort(key=lambda e: (node_sort_key(e[0]), node_sort_key(e[1])))
-        back = [
-            e for e in back if len(dag.parents(e[1])) < config.max_parents
-        ] or back  # prefer heads with room
-        k = min(rng.randint(1, config.max_back_edges), len(back))
-        return CausalGraph("DG", nodes, frozenset(directed) | frozenset(rng.sample(back, k))).validate()
-    raise ValueError(f"unknown graph family {family!r}; choose from {list(FAMILIES)}")
-
-
-# ---------------------------------------------------------------------------------------------
-# query builders: (graph, rng, config, target) -> (query, cpts, preferred) or None
-# (preferred=False: acceptable, but make_problem tries a few more graphs for a preferred query)
-def _pairs(g: CausalGraph, rng: random.Random) -> list[tuple[str, str]]:
-    pairs = list(itertools.permutations(g.nodes, 2))
-    rng.shuffle(pairs)
-    return pairs[:_PAIRS_TRIED]
-
-
-def _several(g: CausalGraph, q: dict) -> bool:
-    # Subsets come smallest first, so the check budget covers small answers; a query whose second
-    # answer lies beyond it is skipped (rows stay fast on 12-node graphs).
-    return len(QUERY_KINDS[q["kind"]].valid_answers(g, q, limit=2, max_checks=_MAX_CHECKS)) >= 2
-
-
-def _confounded(g: CausalGraph, x: str, y: str) -> bool:
-    """Some backdoor path from x to y is open without conditioning (the effect needs adjusting)."""
-    return not C.is_backdoor_set(g, x, y, ())
-
-
-def _prefer_confounded(g, rng, make) -> tuple[dict, None, bool] | None:
-    """The first qualifying query on a confounded pair (preferred), else on any pair (x must cause y)."""
-    fallback = None
-    for x, y in _pairs(g, rng):
-        if not C.has_directed_path(g, x, y):
-            continue  # ask about effects that exist (and keep the empty front-door set invalid)
-        confounded = _confounded(g, x, y)
-        if not confounded and fallback is not None:
-            continue
-        q = make(x, y)
-        if _several(g, q):
-            if confounded:
-                return q, None, True
-            fallback = (q, None, False)
-    return fallback
-
-
-def _q_backdoor(g, rng, cfg, target):
-    variant = rng.choice(cfg.set_variants)
-    return _prefer_confounded(
-        g, rng, lambda x, y: {"kind": "backdoor_set", "treatment": x, "outcome": y, "variant": variant}
-    )
-
-
-def _q_frontdoor(g, rng, cfg, target):
-    return _prefer_confounded(g, rng, lambda x, y: {"kind": "frontdoor_set", "treatment": x, "outcome": y})
-
-
-def _adjacent(g: CausalGraph, a: str, b: str) -> bool:
-    return (a, b) in g.directed or (b, a) in g.directed or a in g.siblings(b)
-
-
-def _q_separation(kind):
-    def build(g, rng, cfg, target):
-        variant = rng.choice(cfg.set_variants)
-        for x, y in _pairs(g, rng):
-            if _adjacent(g, x, y) or node_sort_key(x) > node_sort_key(y):
-                continue
-            q = {"kind": kind, "x": x, "y": y, "variant": variant}
-            if _several(g, q):
-                return q, None, True
-        return None
-
-    return build
-
-
-def _q_ci(g, rng, cfg, target):
-    for x, y in _pairs(g, rng):
-        if node_sort_key(x) > node_sort_key(y):
-            continue
-        others = sorted(g.node_set - {x, y}, key=node_sort_key)
-        if target:
-            base = C.minimal_m_separator(g, x, y)
-            if base is None:
-                continue
-            extra = rng.sample(
-                sorted(set(others) - base, key=node_sort_key), rng.randint(0, min(2, len(others) - len(base)))
-            )
-            given = set(base) | set(extra)
-            if not C.m_separated(g, x, y, given):
-                given = set(base)
-        else:
-            given = set(rng.sample(others, rng.randint(0, min(3, len(others)))))
-        if C.m_separated(g, x, y, given) == target:
-            return {"kind": "ci_test", "x": x, "y": y, "given": sorted(given, key=node_sort_key)}, None, True
-    return None
-
-
-def _q_directed(g, rng, cfg, target):
-    for x, y in _pairs(g, rng):
-        if C.has_directed_path(g, x, y) == target:
-            return {"kind": "directed_path", "treatment": x, "outcome": y}, None, True
-    return None
-
-
-def _q_mediator(g, rng, cfg, target):
-    for x, y in _pairs(g, rng):
-        if len(C.mediators(g, x, y)) >= 2:
-            return {"kind": "mediator", "treatment": x, "outcome": y}, None, True
-    return None
-
-
-def _q_cycle(g, rng, cfg, target):
-    return ({"kind": "cycle"}, None, True) if len(C.simple_cycles(g, limit=2)) >= 2 else None
-
-
-def _random_cpts(g: CausalGraph, rng: random.Random) -> dict:
-    cpts = {}
-    for v in g.nodes:
-        parents = sorted(g.parents(v), key=node_sort_key)
-        table = {
-            ",".join(map(str, values)): round(rng.uniform(0.05, 0.95), 2)
-            for values in itertools.product((0, 1), repeat=len(parents))
-        }
-        cpts[v] = {"parents": parents, "p1": table}
-    return cpts
-
-
-def _q_ate(g, rng, cfg, target):
-    for x, y in _pairs(g, rng):
-        if not C.has_directed_path(g, x, y):
-            continue
-        bd = {"kind": "backdoor_set", "treatment": x, "outcome": y}
-        sets = QUERY_KINDS["backdoor_set"].valid_answers(g, bd, limit=1, max_checks=_MAX_CHECKS)
-        if not sets or len(sets[0]) > 2:
-            continue  # keep the ψ computation to at most four strata
-        cpts = _random_cpts(g, rng)
-        psi = C.interventional_ate(cpts, x, y)
-        gap = rng.uniform(cfg.ate_margin + 0.02, cfg.ate_margin + 0.25)
-        threshold = round(psi - gap if target else psi + gap, 2)
-        if abs(psi - threshold) > cfg.ate_margin and (psi > threshold) == target:
-            q = {
-                "kind": "ate",
-                "treatment": x,
-                "outcome": y,
-                "threshold": threshold,
-                "margin": float(cfg.ate_margin),
-            }
-            return q, cpts, True
-    return None
-
-
-_BUILDERS = {
-    "backdoor_set": _q_backdoor,
-    "frontdoor_set": _q_frontdoor,
-    "dsep_set": _q_separation("dsep_set"),
-    "msep_set": _q_separation("msep_set"),
-    "ci_test": _q_ci,
-    "directed_path": _q_directed,
-    "mediator": _q_mediator,
-    "cycle": _q_cycle,
-    "ate": _q_ate,
-}
 
 
 # ---------------------------------------------------------------------------------------------

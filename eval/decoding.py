@@ -14,11 +14,14 @@ only what evaluation sampling needs:
 - a row that stops (end-of-sequence or budget) hands its slot to the next waiting (prompt, sample)
   row at once, so the batch stays full; at the tail, finished rows leave the batch;
 - a step issues few operations (q/k/v and gate/up as one matmul each, fused RMS norm, rotary
-  embedding in three operations) and runs with the faster of torch's thread count and one thread,
-  re-measured as it goes (`_Threads`: on a CPU shared with other jobs one thread can be several
-  times faster; results do not depend on the count);
+  embedding in three operations); on a CPU in float32 its matmuls use weights prepacked once for
+  the batch's row count (`PrepackedLinear`, MKL's packed GEMM);
+- a step runs with the faster of torch's thread count and one thread, re-measured as it goes
+  (`_Threads`: on a CPU shared with other jobs one thread can be several times faster; results do
+  not depend on the count);
 - each row draws from its own seeded generator, so a completion does not depend on the batch it
-  ran in, and the caller's RNG is never touched.
+  ran in (up to float rounding, which can differ between row counts), and the caller's RNG is
+  never touched.
 
 Sampling keeps ``generate``'s semantics (`next_token_scores`): logits in float32, divided by the
 temperature, then transformers' top-p rule (`TopPLogitsWarper`: drop the smallest tokens whose
@@ -36,6 +39,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from faithgrpo.eval.decode_weights import DecoderBlock, PrepackedLinear
 from faithgrpo.eval.sampling import next_token_scores, row_seed, sample_tokens
 
 __all__ = [
@@ -106,32 +110,6 @@ def unsupported_reason(model) -> str | None:
     return None
 
 
-def _fused(*linears):
-    """One weight (and bias) computing several ``nn.Linear`` layers of the same input in one matmul."""
-    import torch
-
-    weight = torch.cat([m.weight for m in linears])
-    if all(m.bias is None for m in linears):
-        return weight, None
-    biases = [m.bias if m.bias is not None else weight.new_zeros(m.out_features) for m in linears]
-    return weight, torch.cat(biases)
-
-
-class _Block:
-    """One decoder layer's weights, with q/k/v and gate/up fused (fewer, larger matmuls per step)."""
-
-    def __init__(self, layer):
-        attention, mlp = layer.self_attn, layer.mlp
-        self.qkv = _fused(attention.q_proj, attention.k_proj, attention.v_proj)
-        self.out = (attention.o_proj.weight, attention.o_proj.bias)
-        self.gate_up = _fused(mlp.gate_proj, mlp.up_proj)
-        self.down = (mlp.down_proj.weight, mlp.down_proj.bias)
-        self.act = mlp.act_fn
-        self.norms = [
-            (n.weight, n.variance_epsilon) for n in (layer.input_layernorm, layer.post_attention_layernorm)
-        ]
-
-
 class DecodeEngine:
     """Prefill and batched decode steps of a Llama-style model over preallocated key/value slots.
 
@@ -145,15 +123,15 @@ class DecodeEngine:
         import torch
 
         inner = model.model
-        self.embed, self.rotary, self.head = inner.embed_tokens, inner.rotary_emb, model.lm_head
+        self.embed, self.rotary = inner.embed_tokens, inner.rotary_emb
+        self.head_linear = PrepackedLinear(model.lm_head.weight, None, slots)  # no bias in Llama/Qwen2 heads
         self.final_norm = (inner.norm.weight, inner.norm.variance_epsilon)
-        self.blocks = [_Block(layer) for layer in inner.layers]
+        self.blocks = [DecoderBlock(layer, slots) for layer in inner.layers]
         attention = inner.layers[0].self_attn
         self.heads = model.config.num_attention_heads
         self.kv_heads = model.config.num_key_value_heads
         self.head_dim, self.scale = attention.head_dim, attention.scaling
-        weight = self.head.weight
-        self.device, self.dtype = weight.device, weight.dtype
+        self.device, self.dtype = model.lm_head.weight.device, model.lm_head.weight.dtype
         self.slots = slots
         self.capacity = 0
         self.keys: list[Any] = []
@@ -193,12 +171,11 @@ class DecodeEngine:
         return self._torch.addcmul(t * cos, t.roll(self.head_dim // 2, dims=-1), sin)
 
     def _mlp(self, x, block):
-        F = self._torch.nn.functional
-        gate, up = F.linear(self._norm(x, block.norms[1]), *block.gate_up).chunk(2, dim=-1)
-        return x + F.linear(block.act(gate) * up, *block.down)
+        gate, up = block.gate_up(self._norm(x, block.norms[1])).chunk(2, dim=-1)
+        return x + block.down(block.act(gate) * up)
 
     def _logits(self, x):
-        return self._torch.nn.functional.linear(self._norm(x, self.final_norm), self.head.weight).float()
+        return self.head_linear(self._norm(x, self.final_norm)).float()
 
     def prefill(self, ids: Sequence[int], past=None):
         """Run a prompt once: ``(float32 logits of its last position, [(keys, values)] per layer)``.
@@ -222,7 +199,7 @@ class DecodeEngine:
             mask = torch.arange(len(ids), device=self.device)[None] <= positions[0][:, None]
         cache = []
         for index, block in enumerate(self.blocks):
-            qkv = F.linear(self._norm(x, block.norms[0]), *block.qkv).view(1, length, h + 2 * kv, d)
+            qkv = block.qkv(self._norm(x, block.norms[0])).view(1, length, h + 2 * kv, d)
             qkv = qkv.transpose(1, 2)
             qk = self._rope(qkv[:, : h + kv], cos, sin)
             q, k, v = qk[:, :h], qk[:, h:], qkv[:, h + kv :]
@@ -235,7 +212,7 @@ class DecodeEngine:
             out = F.scaled_dot_product_attention(
                 q, k, v, attn_mask=mask, is_causal=mask is None, scale=self.scale
             )
-            x = x + F.linear(out.transpose(1, 2).reshape(1, length, h * d), *block.out)
+            x = x + block.out(out.transpose(1, 2).reshape(1, length, h * d))
             x = self._mlp(x, block)
         return self._logits(x[:, -1])[0], cache
 
@@ -269,7 +246,7 @@ class DecodeEngine:
         x = self.embed(torch.tensor(tokens, device=self.device))  # [n, hidden]: one position per row
         cos, sin = self._rope_tables(x, positions[:, None])  # [n, 1, d]: broadcast over heads
         for index, block in enumerate(self.blocks):
-            qkv = F.linear(self._norm(x, block.norms[0]), *block.qkv).view(n, h + 2 * kv, d)
+            qkv = block.qkv(self._norm(x, block.norms[0])).view(n, h + 2 * kv, d)
             qk = self._rope(qkv[:, : h + kv], cos, sin)
             keys, values = self.keys[index], self.values[index]
             keys[rows, :, positions] = qk[:, h:]
@@ -283,7 +260,7 @@ class DecodeEngine:
                 attn_mask=mask,
                 scale=self.scale,
             )
-            x = x + F.linear(out.reshape(n, h * d), *block.out)
+            x = x + block.out(out.reshape(n, h * d))
             x = self._mlp(x, block)
         for r in range(n):
             self.lengths[r] += 1

@@ -340,3 +340,23 @@ def test_bench_generation_runs_on_the_tiny_model():
     result = json.loads(done.stdout)["tiny"]
     assert set(result) >= {"generate", "decode", "generate_1_thread", "ratio_per_round", "ratio_median"}
     assert len(result["ratio_per_round"]) == 2 and result["decode"]["tokens_per_second"] > 0
+
+
+@pytest.mark.parametrize("rows", [1, 4, 16])
+def test_prepacked_linear_matches_f_linear(rows):
+    from faithgrpo.eval.decode_weights import PrepackedLinear, can_prepack
+
+    generator = torch.Generator().manual_seed(rows)
+    weight = torch.randn(96, 40, generator=generator)
+    bias = torch.randn(96, generator=generator)
+    for b in (bias, None):
+        linear = PrepackedLinear(weight, b, rows)
+        assert (linear.packed is not None) == can_prepack(weight)
+        for m in (rows, rows + 3):  # the packed row count, and another (the op's plain fallback)
+            x = torch.randn(m, 40, generator=generator)
+            torch.testing.assert_close(
+                linear(x), torch.nn.functional.linear(x, weight, b), rtol=1e-5, atol=1e-5
+            )
+        x3 = torch.randn(1, rows, 40, generator=generator)  # prefill's 3-D input: plain F.linear
+        assert torch.equal(linear(x3), torch.nn.functional.linear(x3, weight, b))
+    assert PrepackedLinear(weight.double(), None, rows).packed is None  # MKL packs float32 sgemm only

@@ -38,7 +38,7 @@ def test_metaspace_answer_tokens_are_the_in_context_ones(metaspace):
     alone = _tokens(tok, tok("4,2", add_special_tokens=False)["input_ids"])
     assert alone[0].startswith("▁"), alone  # tokenised on its own, the answer gets a word-start mark
     cros = CRoSReward(metaspace[0], tok)
-    context, answer = cros._in_context_tokens([text], [(start, start + 3)])[0]
+    context, answer = cros.scorer.in_context_tokens([text], [(start, start + 3)])[0]
     whole = tok(text, add_special_tokens=False)["input_ids"]
     assert context + answer == whole[: len(context) + len(answer)]  # a prefix of the completion's tokens
     scored = _tokens(tok, answer)

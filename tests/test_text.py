@@ -168,7 +168,9 @@ def test_nested_answer_megabyte_reads_from_the_innermost_opening_tag():
     assert extract_answer(text) == "{U}" + "</answer>" * (closes - 1)
 
 
-@pytest.mark.parametrize("module", ["rewards.text", "rewards.steps", "rewards.format", "rewards.outcome"])
+@pytest.mark.parametrize(
+    "module", ["rewards.text", "rewards.steps", "rewards.format", "rewards.outcome", "rewards.ranking"]
+)
 def test_docstring_examples(module):
     mod = importlib.import_module(f"faithgrpo.{module}")
     result = doctest.testmod(mod, optionflags=doctest.ELLIPSIS)

@@ -1,0 +1,246 @@
+"""How CRoS gets its frozen reference and makes sure it is one (DESIGN §3.3).
+
+`ReferenceBinding` is the part of `~faithgrpo.rewards.cros.CRoSReward` that binds a reference model
+(given, loaded lazily from a path, or bound to the initial policy by the trainer glue), adopts the
+trainer's prompt rendering, and refuses to train with no reference or with the live policy. The
+model itself is held and run by the reward's `~faithgrpo.rewards.cros_scoring.ReferenceScorer`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+if TYPE_CHECKING:
+    from .cros import CRoSReward
+
+__all__ = ["ReferenceBinding"]
+
+_FIXES = (
+    "Bind one before training: train with faithgrpo.trainers.FaithGRPOTrainer (or FaithRLOOTrainer), "
+    "which binds CRoS to the initial policy (LoRA adapters disabled, a frozen copy of the initial "
+    "adapter, or a frozen copy of the model), or give CRoS its own frozen reference with "
+    "CRoSReward(reference=<checkpoint path | frozen model>, tokenizer=...) or "
+    "cros.bind_reference(model, tokenizer)."
+)
+
+
+def _shared_parameters(reference: torch.nn.Module, policy: torch.nn.Module) -> list[str]:
+    """Names of ``reference``'s parameters that are (or share storage with) parameters of ``policy``."""
+
+    def storage(param: torch.Tensor) -> int:
+        return param.untyped_storage().data_ptr() if param.numel() and not param.is_meta else 0
+
+    storages = {storage(p) for p in policy.parameters()} - {0}
+    return [name for name, param in reference.named_parameters() if storage(param) in storages]
+
+
+class ReferenceBinding:
+    """Reference binding and checks of `CRoSReward`.
+
+    A mixin: the state it reads and sets (``scorer``, ``tokenizer``, ``reference_mode``,
+    ``_reference_path``, ``_reference_checked``, the trainer's rendering arguments) is created by
+    ``CRoSReward.__init__``.
+    """
+
+    def bind_reference(
+        self,
+        model: torch.nn.Module,
+        tokenizer: Any = None,
+        context_manager_factory: Callable[[], Any] | None = None,
+        *,
+        mode: str = "user",
+    ) -> CRoSReward:
+        """Score with ``model`` from now on.
+
+        Args:
+            model (`torch.nn.Module`):
+                A causal LM with the HF interface (``model(input_ids, attention_mask, ...).logits``),
+                unwrapped from DDP/accelerate. It is not modified: only switched to eval mode while
+                scoring, then restored. Without a context manager it must be frozen (no parameter
+                with ``requires_grad=True``) when training starts: a reference that trains is the
+                live policy, and `check_reference` refuses it.
+            tokenizer (`PreTrainedTokenizerBase`, *optional*):
+                Its tokenizer; defaults to the one given before.
+            context_manager_factory (`Callable[[], ContextManager]`, *optional*):
+                Called before each scoring pass; the context it returns is held while the reference
+                runs, and must make ``model`` compute the initial policy (the caller vouches for it:
+                such a binding is not checked against the policy). The trainer glue uses
+                ``peft_model.disable_adapter`` for a fresh zero-initialised LoRA, and a swap-in of
+                the initial adapter weights otherwise (see :mod:`faithgrpo.trainers.reference`).
+            mode (`str`, *optional*, defaults to `"user"`):
+                Recorded in `reference_mode`. Any mode other than ``"user"`` marks a binding made by
+                the trainer glue from the policy it holds, which `check_reference` trusts.
+
+        Returns:
+            `CRoSReward`: ``self``.
+
+        Example:
+            ```python
+            >>> cros = CRoSReward(num_scrambles=4)
+            >>> cros.bind_reference(peft_model, tokenizer, peft_model.disable_adapter)  # doctest: +SKIP
+            ```
+        """
+        if not isinstance(model, torch.nn.Module):
+            raise ValueError(f"bind_reference needs a torch.nn.Module, got {type(model).__name__}")
+        if tokenizer is not None:
+            self.tokenizer = tokenizer
+        elif self.tokenizer is None:
+            raise ValueError("bind_reference needs the reference's tokenizer: pass tokenizer=...")
+        if context_manager_factory is not None and not callable(context_manager_factory):
+            raise ValueError("context_manager_factory must be a callable returning a context manager")
+        self.scorer.bind(model, context_manager_factory)
+        self.reference_mode = mode
+        self._reference_checked = False
+        return self
+
+    @property
+    def is_bound(self) -> bool:
+        """Whether a reference is bound (a model, or a path that is loaded on first use)."""
+        return self.model is not None or self._reference_path is not None
+
+    def check_reference(self, policy: torch.nn.Module | None = None) -> None:
+        """Refuse to train without a reference, or with the live policy as the reference.
+
+        Called when training starts: by `binding_callback` (``on_train_begin``), by
+        :class:`~faithgrpo.trainers.FaithGRPOTrainer`, and by the first call of the reward from a
+        trainer (TRL passes ``trainer_state``), so a plain ``trl.GRPOTrainer`` stops at its first
+        step rather than mid-run. A path reference is loaded here.
+
+        A reference bound by the trainer glue (`reference_mode` other than ``"user"``/``"path"``) or
+        through a context manager is trusted. Any other must not share a parameter with ``policy``
+        (same module or same storage) and must have no parameter with ``requires_grad=True`` (a
+        reference being trained is the policy; a separate reference is frozen with
+        ``reference.requires_grad_(False)``).
+
+        Args:
+            policy (`torch.nn.Module`, *optional*):
+                The model being trained, when known.
+
+        Raises:
+            RuntimeError: no reference is bound, or the reference is (part of) the live policy.
+        """
+        if not self.is_bound:
+            raise RuntimeError(f"CRoSReward has no reference model, so CRoS cannot score. {_FIXES}")
+        self._ensure_reference()
+        if self.reference_mode not in ("user", "path") or self._context_factory is not None:
+            self._reference_checked = True
+            return
+        problem = None
+        if policy is not None:
+            shared = _shared_parameters(self.model, policy)
+            if shared:
+                problem = (
+                    f"shares {len(shared)} parameter(s) with the policy being trained (e.g. {shared[0]!r}): "
+                    "it is the live policy, which moves with every update"
+                )
+        if problem is None:
+            trainable = [n for n, p in self.model.named_parameters() if p.requires_grad]
+            if trainable:
+                problem = (
+                    f"has {len(trainable)} parameter(s) with requires_grad=True (e.g. {trainable[0]!r}): a "
+                    "reference that is being trained is the live policy (with a PEFT config the trainer "
+                    "injects the adapter into the model you passed), not the frozen initial policy. If "
+                    "it is a separate model, freeze it with reference.requires_grad_(False)"
+                )
+        if problem is not None:
+            raise RuntimeError(
+                f"CRoS reference {problem}. CRoS must score with the frozen initial policy (DESIGN §3.3). "
+                "Do not pass the policy to CRoSReward; " + _FIXES[0].lower() + _FIXES[1:]
+            )
+        self._reference_checked = True
+
+    def binding_callback(self) -> Any:
+        """A ``transformers.TrainerCallback`` that runs `check_reference` at ``on_train_begin``.
+
+        For a plain ``trl.GRPOTrainer`` (``callbacks=[cros.binding_callback()]``): it checks the
+        reference against the policy before the first step and hands the trainer's
+        ``chat_template_kwargs`` (``GRPOConfig.chat_template_kwargs``) to CRoS. Without it the
+        reference is still checked at the first call, but the chat-template arguments are not known.
+        :class:`~faithgrpo.trainers.FaithGRPOTrainer` installs it itself.
+        """
+        from faithgrpo.trainers.reference import CRoSReferenceCheck
+
+        return CRoSReferenceCheck(self)
+
+    def configure_from_trainer(
+        self,
+        *,
+        chat_template_kwargs: dict | None = None,
+        tools: list | None = None,
+        chat_template: str | None = None,
+        num_generations: int | None = None,
+    ) -> CRoSReward:
+        """Adopt how the trainer renders prompts, so CRoS conditions on the prompt the policy saw.
+
+        Args:
+            chat_template_kwargs (`dict`, *optional*): the trainer's ``chat_template_kwargs``; keys
+                given to the constructor win.
+            tools (`list`, *optional*): tools the trainer renders into conversational prompts.
+            chat_template (`str`, *optional*): a chat template the trainer uses instead of the
+                tokenizer's own.
+            num_generations (`int`, *optional*): TRL's group size, when CRoS has none of its own.
+
+        Returns:
+            `CRoSReward`: ``self``.
+        """
+        if chat_template_kwargs:
+            if not isinstance(chat_template_kwargs, dict):
+                raise ValueError(
+                    f"chat_template_kwargs must be a dict, got {type(chat_template_kwargs).__name__}"
+                )
+            clash = sorted(
+                k
+                for k, v in chat_template_kwargs.items()
+                if k in self.chat_template_kwargs and self.chat_template_kwargs[k] != v
+            )
+            if clash:
+                self._warn_once(
+                    "chat_kwargs_clash",
+                    f"CRoS chat_template_kwargs {clash} differ from the trainer's; CRoS keeps its own, so its "
+                    "prompts may differ from the ones the policy saw",
+                )
+            self._trainer_chat_template_kwargs = dict(chat_template_kwargs)
+        if tools:
+            self._trainer_render_kwargs["tools"] = list(tools)
+        if chat_template:
+            self._trainer_render_kwargs["chat_template"] = chat_template
+        if num_generations and self.num_generations is None:
+            self.num_generations = num_generations
+        return self
+
+    def _render_kwargs(self) -> dict:
+        """Arguments for ``apply_chat_template``: the trainer's, then CRoS's own (which win)."""
+        return {
+            **self._trainer_render_kwargs,
+            **self._trainer_chat_template_kwargs,
+            **self.chat_template_kwargs,
+        }
+
+    def _ensure_reference(self) -> None:
+        if self.model is not None:
+            return
+        if self._reference_path is None:
+            raise RuntimeError(f"CRoSReward has no reference model, so CRoS cannot score. {_FIXES}")
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        path = os.fspath(self._reference_path)
+        try:
+            from faithgrpo.models import resolve
+
+            path = resolve(path)
+        except ImportError:
+            pass
+        device = self.device
+        if device is None:
+            device = torch.device("cuda", torch.cuda.current_device()) if torch.cuda.is_available() else "cpu"
+        model = AutoModelForCausalLM.from_pretrained(path, **self.model_kwargs).to(device)
+        model.eval().requires_grad_(False)
+        tokenizer = self.tokenizer
+        if tokenizer is None:
+            spec = self._tokenizer_spec if self._tokenizer_spec is not None else path
+            tokenizer = AutoTokenizer.from_pretrained(os.fspath(spec))
+        self.bind_reference(model, tokenizer, mode="path")

@@ -139,6 +139,13 @@ def make_graph(
 
     Raises:
         ValueError: an unknown family.
+
+    Example:
+        >>> import random
+        >>> from faithgrpo.tasks.causal import CausalGraphConfig
+        >>> g = make_graph("cyclic", ["A", "B", "C", "D"], random.Random(0), CausalGraphConfig())
+        >>> g.to_dict()["type"], sorted(g.directed)
+        ('DG', [('B', 'A'), ('B', 'C'), ('C', 'B'), ('D', 'A')])
     """
     names = list(names)
     nodes = tuple(sorted(names, key=node_sort_key))

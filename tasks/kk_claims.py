@@ -45,6 +45,7 @@ _CITE_NAME_RE = re.compile(
     r"([^\W_]\w*)['’]s?[ \t]+(?:statement|claim)|(?:statement|claim)[ \t]+of[ \t]+([^\W_]\w*)", re.IGNORECASE
 )
 _EMPTY_TAIL_RE = re.compile(r"[ \t]*")
+_ROLE_LIST_SPLIT_RE = re.compile(r"[,;]")
 # Sentence subjects that are not names: "so he is a knave" is prose, not a claim about a person "he".
 _PROSE_SUBJECTS = frozenset(
     {
@@ -110,7 +111,7 @@ def _parse_claim(line: str, puzzle: KKPuzzle) -> tuple[KKClaim | None, str | Non
 def _assigned_roles(text: str, puzzle: KKPuzzle) -> tuple[tuple[int, bool], ...] | None:
     """The ``(person, role)`` pairs of an assignment's role list, as :func:`_parse_claim_body` reads
     them; ``None`` when it would report an error (it then words the reason itself)."""
-    items = [item for item in re.split(r"[,;]", text) if item.strip()]
+    items = [item for item in _ROLE_LIST_SPLIT_RE.split(text) if item.strip()]
     if not items or len(items) > puzzle.n_people:
         return None
     roles: dict[int, bool] = {}
@@ -147,7 +148,7 @@ def _parse_claim_body(body: str, puzzle: KKPuzzle) -> tuple[KKClaim | None, str 
                 allowed = "nothing or '<Name>'s statement'" if kind == "inconsistent" else "nothing"
                 return None, f"{body[:60]!r}: after 'is {kind}' write {allowed}"
             return KKClaim(kind, known, cites), None
-        items = [item for item in re.split(r"[,;]", match.group(1)) if item.strip()]
+        items = [item for item in _ROLE_LIST_SPLIT_RE.split(match.group(1)) if item.strip()]
         if not items:
             return None, f"{body[:60]!r} assigns no one"
         if len(items) > puzzle.n_people:
@@ -261,6 +262,11 @@ def _describe(assignment: Assignment, puzzle: KKPuzzle) -> str:
     return ", ".join(f"{n}={puzzle.role_word(r, generic=True)}" for n, r in zip(puzzle.names, assignment))
 
 
+def _quoted(line: str) -> str:
+    # how a failing claim is quoted in a reason (built only on failure: most claims hold)
+    return repr(line.strip()[:80])
+
+
 def _certify(body: str, puzzle: KKPuzzle) -> tuple[int | None, str | None]:
     """Check every claim of a DERIVATION and return ``(remaining, None)`` or ``(None, reason)``.
 
@@ -278,7 +284,8 @@ def _certify(body: str, puzzle: KKPuzzle) -> tuple[int | None, str | None]:
     """
     n = puzzle.n_people
     full = (1 << (1 << n)) - 1
-    violations = _violations(puzzle)
+    # per-puzzle tables, computed once for all the traces of a prompt
+    violations = _memoised(puzzle, ("violations",), None, _violations, puzzle)
     open_ = full
     seen: set[tuple] = set()
     n_claims = 0
@@ -292,24 +299,25 @@ def _certify(body: str, puzzle: KKPuzzle) -> tuple[int | None, str | None]:
         n_claims += 1
         if n_claims > MAX_CLAIMS:
             return None, f"more than {MAX_CLAIMS} claims"
-        text = line.strip()[:80]
-        if claim.key in seen:
-            return None, f"claim repeated: {text!r}"
-        seen.add(claim.key)
+        key = claim.key
+        if key in seen:
+            return None, f"claim repeated: {_quoted(line)}"
+        seen.add(key)
         candidates = claim.cites or range(n)
         if claim.kind == "consistent":
             if len(claim.roles) != n:
                 missing = sorted(set(range(n)) - {i for i, _ in claim.roles})
                 return None, (
-                    f"{text!r}: a consistent assignment must give every role (missing "
+                    f"{_quoted(line)}: a consistent assignment must give every role (missing "
                     f"{', '.join(puzzle.names[i] for i in missing)})"
                 )
-            index = _index_of(tuple(dict(claim.roles)[i] for i in range(n)))
+            roles = dict(claim.roles)
+            index = _index_of(tuple(roles[i] for i in range(n)))
             bad = [puzzle.names[i] for i in range(n) if (violations[i] >> index) & 1]
             if bad:
                 return (
                     None,
-                    f"false claim {text!r}: {', '.join(bad)}'s statement contradicts the speaker's role",
+                    f"false claim {_quoted(line)}: {', '.join(bad)}'s statement contradicts the speaker's role",
                 )
             continue
         if claim.kind == "inconsistent":
@@ -327,7 +335,7 @@ def _certify(body: str, puzzle: KKPuzzle) -> tuple[int | None, str | None]:
                     why = (
                         "no single statement is contradicted in every open completion; split the case further"
                     )
-                return None, f"false claim {text!r}: {why}"
+                return None, f"false claim {_quoted(line)}: {why}"
             open_ &= ~region
             continue
         ((person, role),) = claim.roles
@@ -340,7 +348,7 @@ def _certify(body: str, puzzle: KKPuzzle) -> tuple[int | None, str | None]:
                 reason += f" without contradicting {cited}'s statement"
             else:
                 reason += " and no single statement rules all such assignments out"
-            return None, f"unsupported claim {text!r}: {reason}"
+            return None, f"unsupported claim {_quoted(line)}: {reason}"
         open_ &= region
     if n_claims == 0:
         return None, (

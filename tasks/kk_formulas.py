@@ -23,6 +23,8 @@ MAX_FORMULA_DEPTH = 40  # parentheses + negations
 _TOKEN_RE = re.compile(
     r"(?P<iff><->|<=>|↔|⇔)|(?P<imp>->|=>|→|⇒)|(?P<and>&&|&|∧)|(?P<or>\|\||\||∨)"
     r"|(?P<not>~|!|¬)|(?P<lp>\()|(?P<rp>\))|(?P<word>[^\W_]\w*)|(?P<space>\s+)"
+    r"|(?P<bad>.)",  # any other character: the tokenizer reports it (one finditer pass, no gaps)
+    re.DOTALL,
 )
 _WORD_OPS = {"not": "not", "and": "and", "or": "or", "implies": "imp", "iff": "iff"}
 
@@ -33,18 +35,17 @@ class _FormulaError(Exception):
 
 def _tokenize(text: str) -> list[tuple[str, str]]:
     tokens: list[tuple[str, str]] = []
-    pos = 0
-    while pos < len(text):
-        match = _TOKEN_RE.match(text, pos)
-        if match is None:
-            raise _FormulaError(f"unexpected character {text[pos]!r} at position {pos}")
-        pos = match.end()
+    # The pattern matches every character (unknown ones as "bad"), so finditer walks the text
+    # contiguously, token by token, exactly as a match-at-position loop would, but in C.
+    for match in _TOKEN_RE.finditer(text):
         kind = match.lastgroup
         if kind == "space":
             continue
         value = match.group()
-        if kind == "word" and value.lower() in _WORD_OPS:
-            kind = _WORD_OPS[value.lower()]
+        if kind == "bad":
+            raise _FormulaError(f"unexpected character {value!r} at position {match.start()}")
+        if kind == "word":
+            kind = _WORD_OPS.get(value.lower(), "word")
         tokens.append((kind, value))
         if len(tokens) > MAX_FORMULA_TOKENS:
             raise _FormulaError(f"more than {MAX_FORMULA_TOKENS} tokens")
@@ -56,12 +57,13 @@ class _FormulaParser:
 
     def __init__(self, tokens: list[tuple[str, str]], puzzle: KKPuzzle):
         self.tokens = tokens
+        self.kinds = [kind for kind, _ in tokens] + [None]  # None: end of formula (no bounds check)
         self.pos = 0
         self.depth = 0
         self.puzzle = puzzle
 
     def peek(self) -> str | None:
-        return self.tokens[self.pos][0] if self.pos < len(self.tokens) else None
+        return self.kinds[self.pos]
 
     def take(self, kind: str) -> str:
         if self.peek() != kind:
@@ -100,18 +102,24 @@ class _FormulaParser:
         return node
 
     def disj(self) -> Statement:
-        children = [self.conj()]
+        node = self.conj()
+        if self.peek() != "or":
+            return node
+        children = [node]
         while self.peek() == "or":
             self.pos += 1
             children.append(self.conj())
-        return children[0] if len(children) == 1 else ("or", *children)
+        return ("or", *children)
 
     def conj(self) -> Statement:
-        children = [self.unary()]
+        node = self.unary()
+        if self.peek() != "and":
+            return node
+        children = [node]
         while self.peek() == "and":
             self.pos += 1
             children.append(self.unary())
-        return children[0] if len(children) == 1 else ("and", *children)
+        return ("and", *children)
 
     def unary(self) -> Statement:
         kind = self.peek()

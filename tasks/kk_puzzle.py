@@ -220,6 +220,7 @@ class KKPuzzle:
 
 _MEMO_ENTRIES = 512  # per puzzle (G completions' distinct lines); then the memo starts over
 _MEMO_KEY_CHARS = 300  # longer texts are checked without memoising: <= ~0.3 MB per puzzle
+_MISSING = object()  # a memoised value may be None
 
 
 def _memoised(puzzle: KKPuzzle, key: tuple, text: str | None, compute: Any, *args: Any) -> Any:
@@ -231,8 +232,9 @@ def _memoised(puzzle: KKPuzzle, key: tuple, text: str | None, compute: Any, *arg
     raises is not remembered.
     """
     memo = puzzle._memo
-    if key in memo:
-        return memo[key]
+    value = memo.get(key, _MISSING)  # one lookup on a hit
+    if value is not _MISSING:
+        return value
     value = compute(*args)
     if text is None or len(text) <= _MEMO_KEY_CHARS:
         if len(memo) >= _MEMO_ENTRIES:

@@ -30,6 +30,10 @@ _SLOT_RE = re.compile(
     r"(?:\*\*)?(.*)$",
     re.IGNORECASE,
 )
+# The first letters _SLOT_RE's names match (IGNORECASE also folds "ſ" to "s"). A header's name
+# follows its blanks and bullets, so a line whose first other character is none of these is no header.
+_HEADER_INITIALS = frozenset("SsſDdAa")
+_HEADER_LEAD = " \t-*#>"
 _STATEMENT_LINE_RE = re.compile(
     r"^(?:[-*•]|\d{1,3}[.)])?[ \t]*([^\W_]\w*)(?:[ \t]+(?:says|said|claims|states))?[ \t]*:[ \t]*(.*)$"
 )
@@ -85,7 +89,11 @@ def parse_kk_trace(text: Any, *, max_chars: int = MAX_TRACE_CHARS) -> KKTrace:
     current: list[str] | None = None
     collected: dict[str, list[str]] = {}
     for line in lines:
-        match = _SLOT_RE.match(line) if ":" in line else None  # a header has a colon
+        # a header has a colon and a slot name's initial; most lines fail these before the pattern runs
+        if ":" in line and line.lstrip(_HEADER_LEAD)[:1] in _HEADER_INITIALS:
+            match = _SLOT_RE.match(line)
+        else:
+            match = None
         if match:
             name = match.group(1).upper()
             if name in collected:

@@ -93,6 +93,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import operator
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -173,6 +174,7 @@ __all__ = [
 ]
 
 CHECK_NAMES = ("statements", "strategy", "derivation", "consistent", "solution", "answer")
+_check_values = operator.attrgetter(*CHECK_NAMES)  # a KKCheck's six booleans, as a tuple
 
 # ---------------------------------------------------------------------------------------------------
 # The checker
@@ -256,16 +258,23 @@ def _tokenize_line(line: str) -> tuple[str, ...]:
 _line_tokens = functools.lru_cache(maxsize=16_384)(_tokenize_line)
 
 
-# Role references on ASCII text, found from their "=" / "(" (literal-led patterns, which the regex
-# engine scans for at C speed) instead of tokenizing the whole body. A reference is the token scan's
-# (see _role_ref_problem): tokens are the maximal runs of \w and the single characters = ( ), and
-# everything else (spaces, punctuation, line breaks) only separates them. "Name = role": "=" followed
-# by a role-word token, whose previous token is a word; "role(Name)": "(" with the next token and a
-# ")" after it, whose previous token is a role word. Overlapping matches are found (lookaheads).
+# Role references on ASCII text, found with a few C-speed pattern scans instead of tokenizing the
+# whole body. A reference is the token scan's (see _role_ref_problem): tokens are the maximal runs
+# of \w and the single characters = ( ), and everything else (spaces, punctuation, line breaks)
+# only separates them. "Name = role": "=" followed by a role-word token, whose previous token is a
+# word; "role(Name)": "(" with the next token and a ")" after it, whose previous token is a role
+# word. Overlapping matches are found (lookaheads).
 _NON_TOKEN = r"[^\w=()]*"
-_EQ_ROLE_RE = re.compile(r"=(?=" + _NON_TOKEN + "(" + "|".join(_ROLE_WORDS) + r")(?!\w))", re.ASCII)
 _PAREN_ARG_RE = re.compile(r"\((?=" + _NON_TOKEN + r"(\w+|[=()])" + _NON_TOKEN + r"\))", re.ASCII)
 _REV_WORD_RE = re.compile(_NON_TOKEN + r"(\w+)", re.ASCII)  # the token before a position, read reversed
+# "Name = role", as two lists with one entry per "=" (lookaheads only: every "=" matches once):
+# the role word after it ("" when the next token is not one) and, read in the reversed text, the
+# word before it, reversed ("" when that token is not a word). Pairing them up needs no match object
+# per reference.
+_ROLE_AFTER_EQ_RE = re.compile(
+    r"=(?=" + _NON_TOKEN + "((?:" + "|".join(_ROLE_WORDS) + r")(?!\w))?)", re.ASCII
+)
+_WORD_AFTER_EQ_RE = re.compile(r"=(?=" + _NON_TOKEN + r"(\w*))", re.ASCII)
 
 
 def _role_refs_ok(low: str, puzzle: KKPuzzle) -> bool:
@@ -279,11 +288,11 @@ def _role_refs_ok(low: str, puzzle: KKPuzzle) -> bool:
         return True
     rev = low[::-1]
     n = len(low)
-    for m in _EQ_ROLE_RE.finditer(low):
-        prev = _REV_WORD_RE.match(rev, n - m.start())  # the word token before "=", if any
-        if prev is not None and (
-            puzzle.person(prev.group(1)[::-1]) is None or m.group(1) not in puzzle._roles
-        ):
+    if "=" in low:
+        roles = _ROLE_AFTER_EQ_RE.findall(low)
+        names = reversed(_WORD_AFTER_EQ_RE.findall(rev))  # the same "="s, in text order
+        refs = [(role, name) for role, name in zip(roles, names) if role]
+        if not _memoised(puzzle, ("eq refs",), None, _eq_refs_allowed, puzzle).issuperset(refs):
             return False
     for m in _PAREN_ARG_RE.finditer(low):
         prev = _REV_WORD_RE.match(rev, n - m.start())  # a role word right before "("?
@@ -291,6 +300,14 @@ def _role_refs_ok(low: str, puzzle: KKPuzzle) -> bool:
         if role in _ROLE_SET and (puzzle.person(m.group(1)) is None or role not in puzzle._roles):
             return False
     return True
+
+
+def _eq_refs_allowed(puzzle: KKPuzzle) -> frozenset[tuple[str, str]]:
+    """The ``(role, reversed name)`` pairs of a "Name = role" reference that are fine in lowered ASCII
+    text: a person of the puzzle with a role of the puzzle, or any role word after a non-word."""
+    names = [name for name in puzzle._lookup if name.isascii()]  # lowered ASCII text has no others
+    pairs = {(role, name[::-1]) for role in puzzle._roles for name in names}
+    return frozenset(pairs | {(role, "") for role in _ROLE_WORDS})
 
 
 def _role_ref_problem(body: str, puzzle: KKPuzzle) -> str | None:
@@ -465,7 +482,7 @@ def check_kk_trace(text: Any, metadata: Any, *, max_chars: int = MAX_TRACE_CHARS
                 f"({puzzle.knight}/{puzzle.knave})"
             )
     result.answer_correct = kk_score_answer(trace.answer, puzzle) == 1.0
-    result.total = sum(getattr(result, name) for name in CHECK_NAMES)
+    result.total = sum(_check_values(result))
     return result
 
 

@@ -1293,3 +1293,30 @@ def test_docstring_examples_run():
     modules = (kk, kk_logic, kk_puzzle, kk_formulas, kk_trace, kk_claims, kk_gold)
     results = [doctest.testmod(m, optionflags=doctest.NORMALIZE_WHITESPACE) for m in modules]
     assert sum(r.attempted for r in results) >= 10 and sum(r.failed for r in results) == 0
+
+
+def test_kk_fast_paths_match_the_patterns_they_stand_in_for():
+    # the slot-header prefilter: every character a slot name's first letter matches (IGNORECASE)
+    from faithgrpo.tasks import kk_trace
+
+    initial = re.compile("s|d|a", re.IGNORECASE)
+    assert {c for c in map(chr, range(0x110000)) if initial.fullmatch(c)} == kk_trace._HEADER_INITIALS
+    meta = {
+        "names": ["Ava", "Noah"],
+        "statements": [["and", ["lying", 0], ["lying", 1]], ["lying", 0]],
+        "solution": [False, True],
+    }
+    gold = gold_kk_trace(meta, rng=0)
+    folded = gold.replace("STRATEGY:", "- ** ſtrategy **:")  # "ſ" matches "s" under IGNORECASE
+    assert kk.parse_kk_trace(folded).slots == kk.parse_kk_trace(gold).slots
+    # the one-pass tokenizer: operator spellings, and errors that name the spelling and position
+    puzzle = kk.kk_puzzle(meta)
+    expected = (("->", ("telling-truth", 0), ("lying", 1)), None)
+    for text in ("knight(Ava) -> knave(Noah)", "knight(Ava) → knave(Noah)", "knight(Ava)=>knave(Noah)"):
+        assert parse_kk_formula(text, puzzle) == expected
+    assert parse_kk_formula("knight(Ava) → → knave(Noah)", puzzle) == (None, "expected 'word', found '→'")
+    assert parse_kk_formula("knight(Ava) -> -> knave(Noah)", puzzle) == (None, "expected 'word', found '->'")
+    assert parse_kk_formula("knight(Ava) $", puzzle) == (None, "unexpected character '$' at position 12")
+    # an operator word is a name inside role(...)
+    assert parse_kk_formula("knight(Or)", puzzle)[1] == "'Or' is not a person in this puzzle"
+    assert parse_kk_formula("knight(||)", puzzle)[1] == "expected a name inside knight(...), found '||'"

@@ -241,34 +241,45 @@ def _score(text: str, p: CalverProblem, cfg: CalverConfig) -> CalverScore:
     trace = parse_trace(text, max_chars=cfg.max_chars)
     if trace.problems:
         return _fail_all(f"slot discipline: {trace.problems[0]}")
-    reasons: dict[str, str] = {}
-    passed: dict[str, bool] = {}
-
-    def run(name: str, check: Any, *args: Any) -> Any:
-        try:
-            reason, extra = check(*args)
-        except Exception as exc:  # the scorer never raises on model output; tests assert this never fires
-            reason, extra = f"internal error {type(exc).__name__}: {str(exc)[:120]}", None
-        passed[name] = reason is None
-        if reason is not None:
-            reasons[name] = reason
-        return extra
-
-    trace_graph = run("graph", _check_graph, trace, p, cfg)
-    run("query", _check_query, trace, p, cfg)
-    run("strategy", _check_strategy, trace, p, cfg)
+    graph_why, trace_graph = _run(_check_graph, trace, p, cfg)
+    query_why, _ = _run(_check_query, trace, p, cfg)
+    strategy_why, _ = _run(_check_strategy, trace, p, cfg)
     graph, where = _verification_graph(p, cfg, trace_graph)
     memo: dict = {}
-    result_value = run("result", _check_result, trace, p, cfg, graph, where, memo)
-    report = run("derivation", _check_derivation, trace, p, cfg, graph, result_value)
-    agrees = run("answer", _check_answer, trace, p, cfg, result_value, memo)
+    result_why, result_value = _run(_check_result, trace, p, cfg, graph, where, memo)
+    derivation_why, report = _run(_check_derivation, trace, p, cfg, graph, result_value)
+    answer_why, agrees = _run(_check_answer, trace, p, cfg, result_value, memo)
+    # the failed checks' reasons, in the order the checks ran
+    ran = (("graph", graph_why), ("query", query_why), ("strategy", strategy_why), ("result", result_why),
+           ("derivation", derivation_why), ("answer", answer_why))  # fmt: skip
+    reasons = {name: why for name, why in ran if why is not None}
     if result_value is not None and not agrees:
         # a certificate for a RESULT that is not the answer certifies nothing
+        why = f"RESULT is not the answer ({reasons['answer']})"
         for name in ("result", "derivation"):
-            passed[name] = False
-            reasons[name] = f"RESULT is not the answer ({reasons['answer']})"
+            reasons[name] = why
+        result_why = derivation_why = why
     claims, false_claims = report if report is not None else (0, 0)
-    return CalverScore(**passed, reasons=reasons, claims=claims, false_claims=false_claims)
+    return CalverScore(
+        graph=graph_why is None,
+        query=query_why is None,
+        strategy=strategy_why is None,
+        derivation=derivation_why is None,
+        result=result_why is None,
+        answer=answer_why is None,
+        reasons=reasons,
+        claims=claims,
+        false_claims=false_claims,
+    )
+
+
+def _run(check: Any, *args: Any) -> tuple[str | None, Any]:
+    """``check(*args)``: (reason or None, extra); an exception becomes the reason."""
+    try:
+        reason, extra = check(*args)
+    except Exception as exc:  # the scorer never raises on model output; tests assert this never fires
+        return f"internal error {type(exc).__name__}: {str(exc)[:120]}", None
+    return reason, extra
 
 
 def _verification_graph(

@@ -20,7 +20,7 @@ from faithgrpo.rewards.calver_problem import (
 from faithgrpo.rewards.trace import Trace
 from faithgrpo.tasks import criteria as C
 from faithgrpo.tasks.derivation import check_derivation
-from faithgrpo.tasks.graph import CausalGraph, GraphParseError, node_sort_key, parse_graph
+from faithgrpo.tasks.graph import CausalGraph, GraphParseError, _plain_edges, node_sort_key, parse_graph
 from faithgrpo.tasks.queries import format_query, parse_node_set, query_matches
 
 
@@ -66,6 +66,10 @@ def _graph_check(trace: Trace, p: CalverProblem, cfg: CalverConfig) -> tuple[str
     assert p.graph is not None
     if len(p.graph.nodes) > cfg.max_nodes:
         return f"the problem has {len(p.graph.nodes)} nodes, over max_nodes={cfg.max_nodes}; raise it", None
+    binds = not (p.mode == "constructed" and cfg.verify_on == "trace")
+    local = binds and cfg.graph_check == "query_local" and bool(p.query_nodes)
+    if binds and not local and _is_plain_copy(text, p, cfg):
+        return None, None  # what the checks below conclude for this graph, without building it
     try:
         parsed = parse_graph(
             text,
@@ -80,8 +84,6 @@ def _graph_check(trace: Trace, p: CalverProblem, cfg: CalverConfig) -> tuple[str
     unknown = parsed.node_set - p.graph.node_set
     if unknown:
         return f"GRAPH names node(s) not in the problem: {_short(unknown)}", None
-    binds = not (p.mode == "constructed" and cfg.verify_on == "trace")
-    local = binds and cfg.graph_check == "query_local" and bool(p.query_nodes)
     if not local:
         missing = p.graph.node_set - parsed.node_set
         if missing:
@@ -106,6 +108,26 @@ def _graph_check(trace: Trace, p: CalverProblem, cfg: CalverConfig) -> tuple[str
         # the trace's graph verifies nothing here (_verification_graph): the memo keeps no copy of it
         return (f"GRAPH differs {where}: {diff}" if diff else None), None
     return None, full
+
+
+def _is_plain_copy(text: str, p: CalverProblem, cfg: CalverConfig) -> bool:
+    """Whether ``text`` is in the plain form and names exactly the (valid) problem graph's nodes and edges.
+
+    parse_graph reads plain text with ``_plain_edges`` and then only wraps its nodes and edge sets in
+    a graph, so these sets equal to the problem graph's mean: it parses, names no unknown node and
+    omits none, equals the problem graph (valid, so not validated again) and differs in no edge.
+    """
+    g = p.graph
+    order: dict[str, None] = {}
+    directed: set[tuple[str, str]] = set()
+    bidirected: set[tuple[str, str]] = set()
+    if not _plain_edges(text, order, directed, bidirected, cfg.max_nodes, cfg.max_edges):
+        return False
+    if order.keys() != g.node_set or directed != g.directed:
+        return False
+    # the graph stores each bidirected pair in one orientation (a pair in neither is not the graph's)
+    stored = {pair if pair in g.bidirected else pair[::-1] for pair in bidirected}
+    return stored == g.bidirected and p._graph_valid
 
 
 def _check_query(trace: Trace, p: CalverProblem, cfg: CalverConfig) -> tuple[str | None, None]:
@@ -273,14 +295,25 @@ def _check_answer(
         return why, False
     if result_value is None:
         return "no parsable RESULT to compare the answer with", False
+    # equal values (the usual case) pass both comparisons: the formatters are deterministic (sets sort
+    # by a total order) and equal ψ differ by 0; only unequal ones need formatting
+    if not (type(value) is type(result_value) and value == result_value):
+        why = _answer_differs(p, value, result_value)
+        if why:
+            return why, False
+    where = "the hidden source graph" if p.mode == "constructed" else "the supplied graph"
+    return _verify(p, p.graph, value, text, where, False, memo), True
+
+
+def _answer_differs(p: CalverProblem, value: Any, result_value: Any) -> str | None:
+    """Why ``<answer>``'s value is not RESULT's (ψ further apart than 1e-9, or another canonical form)."""
     mine, theirs = p.kind.format_answer(value), p.kind.format_answer(result_value)
     if (
         p.kind.name == "ate"
         and None not in (value[1], result_value[1])
         and abs(value[1] - result_value[1]) > 1e-9
     ):
-        return f"<answer> ψ = {value[1]:g} differs from RESULT's ψ = {result_value[1]:g}", False
+        return f"<answer> ψ = {value[1]:g} differs from RESULT's ψ = {result_value[1]:g}"
     if mine != theirs:
-        return f"<answer> {mine[:60]} differs from RESULT {theirs[:60]}", False
-    where = "the hidden source graph" if p.mode == "constructed" else "the supplied graph"
-    return _verify(p, p.graph, value, text, where, False, memo), True
+        return f"<answer> {mine[:60]} differs from RESULT {theirs[:60]}"
+    return None

@@ -285,7 +285,7 @@ def _prepare(clean: dict[str, Any], source: str | None = None) -> CalverProblem:
     query = view["query"]
     if not isinstance(query, Mapping):
         raise ValueError(f"problem 'query' must be a dict with a 'kind', got {type(query).__name__}")
-    graph = CausalGraph.from_dict(view["graph"])
+    graph = _loaded_graph(source) or CausalGraph.from_dict(view["graph"])
     kind = QUERY_KINDS.get(query.get("kind")) if isinstance(query.get("kind"), str) else None
     if kind is None:
         return CalverProblem(graph, dict(query), None, mode, None)
@@ -296,9 +296,25 @@ def _prepare(clean: dict[str, Any], source: str | None = None) -> CalverProblem:
         value = query.get(role)
         nodes.update([value] if isinstance(value, str) else value or ())
     prepared = CalverProblem(graph, dict(query), cpts, mode, kind, frozenset(nodes), source)
+    # check_query just accepted these (equal) inputs: what _query_fits would compute again
+    prepared.__dict__["_query_fits"] = True
     if kind.name == "ate":
         _ = prepared.true_ate  # a problem whose effect cannot be computed is malformed: raise now
     return prepared
+
+
+def _loaded_graph(source: str | None) -> CausalGraph | None:
+    """The outcome grader's graph of the problem text, if it reads one (None: build our own).
+
+    Both are ``CausalGraph.from_dict`` of the same JSON ``graph`` field (answer fields never sit in
+    it), so they are equal, node order and edge sets alike; sharing one also shares its caches.
+    """
+    if source is None:
+        return None
+    try:
+        return _load_problem_text(source)[0]
+    except Exception:  # a problem the grader rejects (unknown kind ...): ours decides, with its message
+        return None
 
 
 _MEMO_ENTRIES = 256  # per prepared problem (G completions x 5 slots fit); then the memo starts over

@@ -75,32 +75,57 @@ class Trace:
         return [name for name in SLOT_NAMES if not getattr(self, name)]
 
 
-_TAGS = (("think", "<think>", "</think>"), ("answer", "<answer>", "</answer>"))
-
-
 def _tag_problems(text: str) -> tuple[list[str], tuple[int, int] | None, tuple[int, int] | None]:
     """Breaches of the tag discipline, the ``<think>`` body span and the ``<answer>`` content span."""
-    problems = []
-    spans = {}
-    for name, open_tag, close_tag in _TAGS:
-        # non-overlapping occurrences; more than two are reported as "3+"
-        n_open, n_close = min(text.count(open_tag), 3), min(text.count(close_tag), 3)
-        if n_open != 1 or n_close != 1:
-            problems.append(f"<{name}> and </{name}> must appear exactly once each "
-                            f"(found {n_open}{'+' if n_open > 2 else ''} and "
-                            f"{n_close}{'+' if n_close > 2 else ''})")  # fmt: skip
-            spans[name] = None
-            continue
-        start, end = text.find(open_tag), text.find(close_tag)
-        if end < start:
-            problems.append(f"</{name}> comes before <{name}>")
-            spans[name] = None
-        else:
-            spans[name] = (start + len(open_tag), end)
-    think, answer = spans["think"], spans["answer"]
+    problems: list[str] = []
+    think = _tag_span(text, "think", "<think>", "</think>", problems)
+    answer = _tag_span(text, "answer", "<answer>", "</answer>", problems)
     if think and answer and answer[0] < think[1]:
         problems.append("<answer> must come after </think>")
     return problems, think, answer
+
+
+def _usual_tags(text: str) -> tuple[list[str], tuple[int, int], tuple[int, int]] | None:
+    """``_tag_problems(text)`` when each tag is there once, in the order <think></think><answer></answer>;
+    else None (the general check then runs)."""
+    think, end = text.find("<think>"), text.find("</think>")
+    answer, answer_end = text.find("<answer>"), text.find("</answer>")
+    # a tag cannot overlap itself: one not found again after its first place is there exactly once
+    if (
+        0 <= think < end < answer < answer_end
+        and text.find("<think>", think + 7) < 0
+        and text.find("</think>", end + 8) < 0
+        and text.find("<answer>", answer + 8) < 0
+        and text.find("</answer>", answer_end + 9) < 0
+    ):
+        return [], (think + 7, end), (answer + 8, answer_end)
+    return None
+
+
+def _tag_span(
+    text: str, name: str, open_tag: str, close_tag: str, problems: list[str]
+) -> tuple[int, int] | None:
+    """The content span of the one ``open_tag…close_tag`` pair, or None after noting the breach."""
+    start, end = text.find(open_tag), text.find(close_tag)
+    # exactly once each: found, and not again after (a tag cannot overlap itself, so this is a
+    # count of 1 without scanning the whole text twice)
+    once = (
+        start >= 0
+        and end >= 0
+        and text.find(open_tag, start + len(open_tag)) < 0
+        and text.find(close_tag, end + len(close_tag)) < 0
+    )
+    if not once:
+        # non-overlapping occurrences; more than two are reported as "3+"
+        n_open, n_close = min(text.count(open_tag), 3), min(text.count(close_tag), 3)
+        problems.append(f"<{name}> and </{name}> must appear exactly once each "
+                        f"(found {n_open}{'+' if n_open > 2 else ''} and "
+                        f"{n_close}{'+' if n_close > 2 else ''})")  # fmt: skip
+        return None
+    if end < start:
+        problems.append(f"</{name}> comes before <{name}>")
+        return None
+    return start + len(open_tag), end
 
 
 def parse_trace(text: str, *, max_chars: int = DEFAULT_MAX_CHARS) -> Trace:
@@ -125,42 +150,39 @@ def parse_trace(text: str, *, max_chars: int = DEFAULT_MAX_CHARS) -> Trace:
         return Trace(problems=("empty completion",))
     if len(text) > max_chars:
         return Trace(problems=(f"completion longer than {max_chars} characters",))
-    problems, think, answer_span = _tag_problems(text)
+    problems, think, answer_span = _usual_tags(text) or _tag_problems(text)
     answer = text[answer_span[0] : answer_span[1]].strip() if answer_span else None
     body = text[think[0] : think[1]] if think else text
 
-    # labels inside <think> (matched in the body, so one right after "<think>" starts a line) and outside
-    # (label, first-line text, start, end) of each label line, offsets into body
-    inside = [(m[1], m[2], m.start(), m.end() - 1) for m in _NL_LABEL_RE.finditer("\n" + body)]
+    # labels inside <think> (matched in the body, so one right after "<think>" starts a line) and outside.
+    # Split on the label lines: [text before, label, first-line text, text up to the next label line, ...]
+    parts = _NL_LABEL_RE.split("\n" + body)
     # a label before "<think>" or from "</think>" on (search with pos/endpos reads like the slices
     # text[:start] and text[end:]: "</think>" itself cannot start a label)
     if think and (_LABEL_RE.search(text, 0, think[0] - 7) or _LABEL_RE.search(text, think[1])):
         problems.append("a slot label appears outside <think>")
-    labels = [m[0].upper() for m in inside]
-    for label in SLOT_LABELS:
-        count = labels.count(label)
-        if count > 1:
-            problems.append(f"{label} appears {count} times; each label must appear exactly once")
-    present = list(dict.fromkeys(labels))
-    if present != [label for label in SLOT_LABELS if label in present]:
-        problems.append(f"slot labels out of order: {', '.join(present)} (expected {', '.join(SLOT_LABELS)})")
+    labels = [label.upper() for label in parts[1::3]]
+    if labels != _ALL_IN_ORDER:  # the usual trace (each label once, in order) breaches nothing here
+        _label_problems(labels, problems)
 
+    # a slot is its label line's text and the lines up to the next label line (the first of a repeated
+    # label counts); without <think> the last one also ends at "<answer>"
+    rests = parts[3::3]
+    if think is None and rests:
+        cut = rests[-1].find("<answer>")
+        if cut >= 0:
+            rests[-1] = rests[-1][:cut]
     slots: dict[str, str] = {}
-    for i, (_, first, _, match_end) in enumerate(inside):
-        label = labels[i]
-        end = inside[i + 1][2] if i + 1 < len(inside) else len(body)
-        if think is None and i + 1 == len(inside):
-            cut = body.find("<answer>", match_end)
-            end = cut if cut >= 0 else len(body)
+    for label, first, rest in zip(labels, parts[2::3], rests):
         if label not in slots:
-            slots[label] = (first + body[match_end:end]).strip()
+            slots[label] = (first + rest).strip()
 
     derivation = None
     if slots.get("DERIVATION"):
         # _BULLET_RE is anchored at the start (no MULTILINE): one match at most, so slicing it off
         # equals re.sub
         slot = slots["DERIVATION"]
-        if _OTHER_BREAK_RE.search(slot):
+        if _other_breaks(slot):
             bullet = _BULLET_RE.match
             lines = [(line[m.end() :] if (m := bullet(line)) else line).strip() for line in slot.splitlines()]
         else:  # "\n" is the only line break: strip every line's bullet in one pass (see _NL_BULLET_RE)
@@ -175,6 +197,30 @@ def parse_trace(text: str, *, max_chars: int = DEFAULT_MAX_CHARS) -> Trace:
         answer=answer or None,
         problems=tuple(problems),
     )
+
+
+_ALL_IN_ORDER = list(SLOT_LABELS)
+
+
+def _label_problems(labels: list[str], problems: list[str]) -> None:
+    """Note repeated labels and labels out of the SLOT_LABELS order."""
+    for label in SLOT_LABELS:
+        count = labels.count(label)
+        if count > 1:
+            problems.append(f"{label} appears {count} times; each label must appear exactly once")
+    present = list(dict.fromkeys(labels))
+    if present != [label for label in SLOT_LABELS if label in present]:
+        problems.append(f"slot labels out of order: {', '.join(present)} (expected {', '.join(SLOT_LABELS)})")
+
+
+def _other_breaks(text: str) -> bool:
+    """Whether ``text`` has a line break other than "\\n" (``_OTHER_BREAK_RE``)."""
+    if text.isascii():  # only the ASCII ones can occur: a few C-speed scans instead of the regex
+        return any(ch in text for ch in _ASCII_OTHER_BREAKS)
+    return _OTHER_BREAK_RE.search(text) is not None
+
+
+_ASCII_OTHER_BREAKS = "\r\x0b\x0c\x1c\x1d\x1e"
 
 
 def parse_query_call(text: str) -> tuple[str, dict[str, str]] | None:

@@ -41,6 +41,102 @@ def validate_cpts(
     Raises:
         ValueError: naming the variable and the fix.
     """
+    key = _cpts_key(cpts)
+    table = _memo(None if key is None else ("table", key), lambda: _validate(cpts))
+    if g is not None:
+        _check_against(table, g)
+    _check_acyclic(table, key)  # after the graph, as the errors always came
+    # a fresh copy: the memoised table is shared by this module's callers and must not change
+    return {v: (parents, dict(probs)) for v, (parents, probs) in table.items()}
+
+
+def _check_against(table: dict, g: CausalGraph) -> None:
+    for v in g.nodes:
+        if v not in table:
+            raise ValueError(f"node {v!r} has no CPT")
+        if set(table[v][0]) != set(g.parents(v)):
+            raise ValueError(
+                f"cpts[{v!r}] parents {sorted(table[v][0])} differ from the graph's {sorted(g.parents(v))}"
+            )
+
+
+# Validated tables and effects, keyed by the CPTs' content (_cpts_key): a problem's CPTs are
+# validated and its effects computed by the outcome grader, CALVER and the certificate alike.
+# Only successes are stored (errors raise again); values are floats and tables no caller mutates.
+_MEMO: dict[tuple, Any] = {}
+_MEMO_ENTRIES = 4_096
+_MISSING = object()
+
+
+def _memo(key: tuple | None, compute: Any) -> Any:
+    if key is None:
+        return compute()
+    value = _MEMO.get(key, _MISSING)
+    if value is not _MISSING:
+        return value
+    value = compute()
+    if len(_MEMO) >= _MEMO_ENTRIES:
+        _MEMO.clear()
+    _MEMO[key] = value
+    return value
+
+
+_NUMBERS = (int, float)
+
+
+def _leaf(p: Any) -> tuple:
+    # exact type and, for a float zero, its sign: the key tells apart all that validation tells apart
+    return (type(p), p, str(p)) if type(p) is float and p == 0 else (type(p), p)
+
+
+def _cpts_key(cpts: Any) -> tuple | None:
+    """A hashable key equal for CPTs that validate identically; ``None`` for any other shape (not memoised).
+
+    Only plain JSON-like CPTs get a key: str names, list/tuple parents of str, p1 a number or a dict
+    of str keys to numbers (exact types, so 1, 1.0 and True stay apart). Order is kept.
+    """
+    if type(cpts) is not dict:
+        return None
+    parts = []
+    for v, spec in cpts.items():
+        if type(v) is not str or type(spec) is not dict or "p1" not in spec:
+            return None
+        parents, raw = spec.get("parents"), spec["p1"]
+        if parents is not None and (
+            type(parents) not in (list, tuple) or any(type(p) is not str for p in parents)
+        ):
+            return None
+        if type(raw) in _NUMBERS:
+            probs: Any = _leaf(raw)
+        elif type(raw) is dict and all(type(k) is str and type(p) in _NUMBERS for k, p in raw.items()):
+            probs = tuple((k, *_leaf(p)) for k, p in raw.items())
+        else:
+            return None
+        parts.append((v, None if parents is None else tuple(parents), probs))
+    return tuple(parts)
+
+
+def _table(cpts: Mapping[str, Any]) -> tuple[dict[str, tuple[tuple[str, ...], dict]], tuple | None]:
+    """:func:`validate_cpts` without a graph, memoised by content (the table is shared: read it only), and the key."""
+    key = _cpts_key(cpts)
+    table = _memo(None if key is None else ("table", key), lambda: _validate(cpts))
+    _check_acyclic(table, key)
+    return table, key
+
+
+def _check_acyclic(table: dict, key: tuple | None) -> None:
+    message = _memo(None if key is None else ("cycle", key), lambda: _cycle_message(table))
+    if message is not None:
+        raise ValueError(message)
+
+
+def _cycle_message(table: dict) -> str | None:
+    probe = CausalGraph("DAG", tuple(table), frozenset((p, v) for v, (ps, _) in table.items() for p in ps))
+    cycle = probe.find_cycle()
+    return None if cycle is None else f"cpts parents form a cycle {' -> '.join((*cycle, cycle[0]))}"
+
+
+def _validate(cpts: Mapping[str, Any]) -> dict[str, tuple[tuple[str, ...], dict]]:
     if not isinstance(cpts, Mapping) or not cpts:
         raise ValueError("cpts must be a non-empty dict {variable: {'parents': [...], 'p1': {...}}}")
     out: dict[str, tuple[tuple[str, ...], dict]] = {}
@@ -74,18 +170,6 @@ def validate_cpts(
         for p in parents:
             if p not in out:
                 raise ValueError(f"cpts[{v!r}] lists parent {p!r} that has no CPT")
-    if g is not None:
-        for v in g.nodes:
-            if v not in out:
-                raise ValueError(f"node {v!r} has no CPT")
-            if set(out[v][0]) != set(g.parents(v)):
-                raise ValueError(
-                    f"cpts[{v!r}] parents {sorted(out[v][0])} differ from the graph's {sorted(g.parents(v))}"
-                )
-    probe = CausalGraph("DAG", tuple(out), frozenset((p, v) for v, (ps, _) in out.items() for p in ps))
-    cycle = probe.find_cycle()
-    if cycle is not None:
-        raise ValueError(f"cpts parents form a cycle {' -> '.join((*cycle, cycle[0]))}")
     return out
 
 
@@ -139,8 +223,15 @@ def adjusted_ate(
         >>> round(adjusted_ate(cpts, "X", "Y"), 6)
         0.5
     """
-    table = validate_cpts(cpts)
+    table, key = _table(cpts)
     z = sorted(set(zs), key=node_sort_key)
+    plain = key is not None and type(x) is str and type(y) is str and type(eps) is float
+    return _memo(
+        ("adjusted", key, x, y, tuple(z), eps) if plain else None, lambda: _adjusted(table, x, y, z, eps)
+    )
+
+
+def _adjusted(table: dict, x: str, y: str, z: list[str], eps: float) -> float:
     for v in (x, y, *z):
         if v not in table:
             raise ValueError(f"variable {v!r} has no CPT")
@@ -168,7 +259,12 @@ def interventional_ate(cpts: Mapping[str, Any], x: str, y: str) -> float:
     Definition (Pearl 2009, Eq. 3.10): drop x's CPT, fix x, marginalise. Needs no positivity.
     Complexity as :func:`adjusted_ate`.
     """
-    table = validate_cpts(cpts)
+    table, key = _table(cpts)
+    plain = key is not None and type(x) is str and type(y) is str
+    return _memo(("interventional", key, x, y) if plain else None, lambda: _interventional(table, x, y))
+
+
+def _interventional(table: dict, x: str, y: str) -> float:
     for v in (x, y):
         if v not in table:
             raise ValueError(f"variable {v!r} has no CPT")

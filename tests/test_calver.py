@@ -903,3 +903,37 @@ def test_generated_problems_with_gold_traces_score_six(mode):
         broken = "\n".join(line for line in text.splitlines() if not line.startswith("RESULT:"))
         assert failed(score_trace(broken, prob)) == {"derivation", "result", "answer"}
     assert len(kinds) >= 6
+
+
+# ---------------------------------------------------------------------------------------------
+# the graph check's shortcut for a plain-form copy of the problem graph (_is_plain_copy) must
+# conclude what parsing the GRAPH and comparing would
+@pytest.mark.parametrize(
+    "graph_text",
+    [
+        "A -> B; B -> C; A <-> C",
+        "A <-> C; B -> C; A -> B",
+        "C <-> A; A -> B; B -> C",  # the bidirected pair the other way round
+        "A -> B; B -> C; A <-> C; C <-> A",  # the same pair twice
+        "A -> B; B -> C; A <-> C, D",  # an unknown node
+        "A -> B; B -> C",  # a missing edge
+        "A -> B; B -> C; A <-> C; A <-> B",  # an extra one
+        "A -> B; B -> C; C <-> B",  # another bidirected pair
+        "A -> B; B -> C; A <-> C; B -> A",  # a cycle
+        "A -> B, B -> C, A <-> C",
+        "A -> B -> C; A <-> C",  # not the plain form: parsed as before
+        "A -> B; B -> C; A <-> A",
+    ],
+)
+@pytest.mark.parametrize("graph_check", ["exact", "query_local"])
+def test_graph_shortcut_agrees_with_the_parse(monkeypatch, graph_text, graph_check):
+    from faithgrpo.rewards import calver_checks
+
+    p = problem("ADMG", "ABC", [("A", "B"), ("B", "C")], [("A", "C")], kind="msep_set", x="A", y="C")
+    text = trace(
+        graph_text, "msep_set(x=A, y=C)", "m-separation", ["A and C are m-separated given {B}"], "{B}", "{B}"
+    )
+    fast = score_trace(text, p, graph_check=graph_check)
+    monkeypatch.setattr(calver_checks, "_is_plain_copy", lambda *args: False)
+    slow = score_trace(text, prepare_problem(json.dumps(p)), graph_check=graph_check)
+    assert (fast.graph, fast.reasons.get("graph")) == (slow.graph, slow.reasons.get("graph"))

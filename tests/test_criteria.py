@@ -734,3 +734,48 @@ def test_ate_values_do_not_depend_on_the_hash_seed():
         assert out.returncode == 0, out.log()
         digests.add(out.stdout.strip())
     assert len(digests) == 1
+
+
+# ---------------------------------------------------------------------------------------------
+# the content-keyed memo of validated CPTs and effects (tasks/ate.py): it must answer exactly as a
+# fresh computation would, whatever callers do to the CPTs or the returned tables
+def test_ate_memo_follows_in_place_changes_and_exact_types():
+    cpts = {"X": {"parents": [], "p1": 0.5}, "Y": {"parents": ["X"], "p1": {"0": 0.2, "1": 0.7}}}
+    assert C.interventional_ate(cpts, "X", "Y") == pytest.approx(0.5)
+    cpts["Y"]["p1"]["1"] = 0.9  # same dict, new content: a new answer
+    assert C.interventional_ate(cpts, "X", "Y") == pytest.approx(0.7)
+    cpts["Y"]["p1"]["1"] = 1
+    assert C.interventional_ate(cpts, "X", "Y") == pytest.approx(0.8)
+    cpts["Y"]["p1"]["1"] = True  # equal to 1 (and hashes alike) but not a probability: still rejected
+    with pytest.raises(ValueError, match="not a probability"):
+        C.interventional_ate(cpts, "X", "Y")
+    with pytest.raises(ValueError, match="not a probability"):
+        C.validate_cpts(cpts)
+
+
+def test_ate_memo_keeps_the_sign_of_zero_and_returns_fresh_tables():
+    pos = {"X": {"parents": [], "p1": 0.0}}
+    neg = {"X": {"parents": [], "p1": -0.0}}
+    assert str(C.validate_cpts(pos)["X"][1][()]) == "0.0"
+    assert str(C.validate_cpts(neg)["X"][1][()]) == "-0.0"
+    table = C.validate_cpts(HAND_CPTS)
+    table["Z"][1][()] = 0.99  # a caller changing its copy changes nothing for the next one
+    del table["X"]
+    assert C.validate_cpts(HAND_CPTS)["Z"][1][()] == 0.4
+    assert C.adjusted_ate(HAND_CPTS, "X", "Y", ["Z"]) == pytest.approx(0.24)
+
+
+def test_ate_memo_keeps_the_error_order():
+    # parents forming a cycle and a graph that disagrees: the graph's error comes first, every time
+    cyclic = {
+        "A": {"parents": ["B"], "p1": {"0": 0.1, "1": 0.2}},
+        "B": {"parents": ["A"], "p1": {"0": 0.3, "1": 0.4}},
+    }
+    g = parse_graph("A -> B")
+    for _ in range(2):
+        with pytest.raises(ValueError, match="differ from the graph"):
+            C.validate_cpts(cyclic, g)
+        with pytest.raises(ValueError, match="form a cycle"):
+            C.validate_cpts(cyclic)
+        with pytest.raises(ValueError, match="form a cycle"):
+            C.interventional_ate(cyclic, "A", "B")

@@ -20,7 +20,7 @@ from faithgrpo.rewards.calver_problem import (
 from faithgrpo.rewards.trace import Trace
 from faithgrpo.tasks import criteria as C
 from faithgrpo.tasks.derivation import check_derivation
-from faithgrpo.tasks.graph import CausalGraph, GraphParseError, _plain_edges, node_sort_key, parse_graph
+from faithgrpo.tasks.graph import CausalGraph, GraphParseError, node_sort_key, parse_graph, plain_edges
 from faithgrpo.tasks.queries import format_query, parse_node_set, query_matches
 
 
@@ -113,7 +113,7 @@ def _graph_check(trace: Trace, p: CalverProblem, cfg: CalverConfig) -> tuple[str
 def _is_plain_copy(text: str, p: CalverProblem, cfg: CalverConfig) -> bool:
     """Whether ``text`` is in the plain form and names exactly the (valid) problem graph's nodes and edges.
 
-    parse_graph reads plain text with ``_plain_edges`` and then only wraps its nodes and edge sets in
+    parse_graph reads plain text with ``plain_edges`` and then only wraps its nodes and edge sets in
     a graph, so these sets equal to the problem graph's mean: it parses, names no unknown node and
     omits none, equals the problem graph (valid, so not validated again) and differs in no edge.
     """
@@ -121,7 +121,7 @@ def _is_plain_copy(text: str, p: CalverProblem, cfg: CalverConfig) -> bool:
     order: dict[str, None] = {}
     directed: set[tuple[str, str]] = set()
     bidirected: set[tuple[str, str]] = set()
-    if not _plain_edges(text, order, directed, bidirected, cfg.max_nodes, cfg.max_edges):
+    if not plain_edges(text, order, directed, bidirected, cfg.max_nodes, cfg.max_edges):
         return False
     if order.keys() != g.node_set or directed != g.directed:
         return False

@@ -481,8 +481,8 @@ def parse_graph(
     n_edges = 0
     prev: str | None = None  # last node of the current chain
     pending: str | None = None  # arrow group waiting for its right-hand node
-    plain = _plain_edges(text, order, directed, bidirected, max_nodes, max_edges)
-    # one pass over the lexemes; `and` and , ; newline end a chain (text _plain_edges read is done)
+    plain = plain_edges(text, order, directed, bidirected, max_nodes, max_edges)
+    # one pass over the lexemes; `and` and , ; newline end a chain (text plain_edges read is done)
     for m in () if plain else _LEX_RE.finditer(text):
         group, tok = m.lastgroup, m.group()
         if group == "node" and tok == "and":
@@ -538,7 +538,7 @@ _PLAIN_ITEM = r"[A-Za-z0-9_]+(?: <?-> [A-Za-z0-9_]+)?"
 _PLAIN_GRAPH_RE = re.compile(rf"{_PLAIN_ITEM}(?:[,;] {_PLAIN_ITEM})*")
 
 
-def _plain_edges(
+def plain_edges(
     text: str,
     order: dict[str, None],
     directed: set[tuple[str, str]],

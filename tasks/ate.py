@@ -41,8 +41,7 @@ def validate_cpts(
     Raises:
         ValueError: naming the variable and the fix.
     """
-    key = _cpts_key(cpts)
-    table = _memo(None if key is None else ("table", key), lambda: _validate(cpts))
+    table, key = _validated(cpts)
     if g is not None:
         _check_against(table, g)
     _check_acyclic(table, key)  # after the graph, as the errors always came
@@ -118,10 +117,15 @@ def _cpts_key(cpts: Any) -> tuple | None:
 
 def _table(cpts: Mapping[str, Any]) -> tuple[dict[str, tuple[tuple[str, ...], dict]], tuple | None]:
     """:func:`validate_cpts` without a graph, memoised by content (the table is shared: read it only), and the key."""
-    key = _cpts_key(cpts)
-    table = _memo(None if key is None else ("table", key), lambda: _validate(cpts))
+    table, key = _validated(cpts)
     _check_acyclic(table, key)
     return table, key
+
+
+def _validated(cpts: Any) -> tuple[dict[str, tuple[tuple[str, ...], dict]], tuple | None]:
+    """The validated table (before the graph and cycle checks), memoised by content, and its key."""
+    key = _cpts_key(cpts)
+    return _memo(None if key is None else ("table", key), lambda: _validate(cpts)), key
 
 
 def _check_acyclic(table: dict, key: tuple | None) -> None:

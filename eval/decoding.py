@@ -7,10 +7,11 @@ shared prompts are prefilled with full-vocabulary logits at every prompt positio
 only what evaluation sampling needs:
 
 - the prompts' common token prefix (the task instructions) is prefilled once for all of them, then
-  each prompt's own tokens once, with logits for the last position only; the prompt's keys and
-  values are copied into the batch slot of each of its G samples;
-- the batch holds ``slots`` sequences in preallocated key/value buffers (one row per sequence, no
-  padding, written in place at each row's own position, attention masked to each row's length);
+  each prompt's own tokens once, with logits for the last position only;
+- a prompt's keys and values are stored once and shared by its G samples, which attend to them
+  together (`PromptSharedCache`: a step reads each prompt's cache once, not once per sample); each
+  sequence's generated tokens go into a preallocated row slot of its own (written in place,
+  attention masked to each row's length);
 - a row that stops (end-of-sequence or budget) hands its slot to the next waiting (prompt, sample)
   row at once, so the batch stays full; at the tail, finished rows leave the batch;
 - a step issues few operations (q/k/v and gate/up as one matmul each, fused RMS norm, rotary
@@ -39,6 +40,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from faithgrpo.eval.decode_cache import PromptSharedCache
 from faithgrpo.eval.decode_weights import DecoderBlock, PrepackedLinear
 from faithgrpo.eval.sampling import next_token_scores, row_seed, sample_tokens
 
@@ -113,10 +115,12 @@ def unsupported_reason(model) -> str | None:
 class DecodeEngine:
     """Prefill and batched decode steps of a Llama-style model over preallocated key/value slots.
 
-    Slot ``s`` holds one sequence in ``keys[layer][s, :, :length[s]]`` (no padding). `step` runs
-    slots ``0 .. n-1`` together; `load` puts a prefilled prompt into a slot and `move` copies a slot
-    onto another (to keep the running slots contiguous). The layers are computed from the model's
-    own weights (q/k/v and gate/up concatenated once, so a step issues fewer, larger operations).
+    The keys and values live in `cache` (`PromptSharedCache`): each prompt's once, in a prompt slot
+    (`PromptSharedCache.add_prompt`, from `prefill`), and each running sequence's generated tokens in
+    a row slot that refers to its prompt (`PromptSharedCache.start_row`). `step` runs row slots
+    ``0 .. n-1`` together; `PromptSharedCache.move_row` copies a row slot onto another (to keep the
+    running slots contiguous). The layers are computed from the model's own weights (q/k/v and
+    gate/up concatenated once, so a step issues fewer, larger operations).
     """
 
     def __init__(self, model, slots: int):
@@ -133,28 +137,10 @@ class DecodeEngine:
         self.head_dim, self.scale = attention.head_dim, attention.scaling
         self.device, self.dtype = model.lm_head.weight.device, model.lm_head.weight.dtype
         self.slots = slots
-        self.capacity = 0
-        self.keys: list[Any] = []
-        self.values: list[Any] = []
-        self.lengths = [0] * slots
+        self.cache = PromptSharedCache(
+            len(self.blocks), slots, self.kv_heads, self.head_dim, self.dtype, self.device
+        )
         self._torch = torch
-
-    def ensure_capacity(self, tokens: int) -> None:
-        """Grow every slot to hold ``tokens`` positions (zeros: masked positions must stay finite)."""
-        torch = self._torch
-        if tokens <= self.capacity:
-            return
-        tokens = -(-tokens // 64) * 64
-        shape = (self.slots, self.kv_heads, tokens, self.head_dim)
-        for store in (self.keys, self.values):
-            for index in range(len(self.blocks)):
-                grown = torch.zeros(shape, dtype=self.dtype, device=self.device)
-                if len(store) > index:
-                    grown[:, :, : self.capacity] = store[index]
-                    store[index] = grown
-                else:
-                    store.append(grown)
-        self.capacity = tokens
 
     def _norm(self, x, norm):
         weight, eps = norm
@@ -216,54 +202,25 @@ class DecodeEngine:
             x = self._mlp(x, block)
         return self._logits(x[:, -1])[0], cache
 
-    def load(self, slot: int, cache, length: int) -> None:
-        """Put a prefilled prompt (``cache`` from `prefill`, ``length`` tokens) into ``slot``."""
-        for index, (k, v) in enumerate(cache):
-            self.keys[index][slot, :, :length] = k
-            self.values[index][slot, :, :length] = v
-        self.lengths[slot] = length
-
-    def move(self, source: int, target: int) -> None:
-        """Copy slot ``source`` onto slot ``target``."""
-        length = self.lengths[source]
-        for store in (self.keys, self.values):
-            for buffer in store:
-                buffer[target, :, :length] = buffer[source, :, :length]
-        self.lengths[target] = length
-
     def step(self, tokens: Sequence[int]):
-        """Feed one token to each of slots ``0 .. len(tokens)-1``; returns their float32 next-token logits."""
+        """Feed one token to each of row slots ``0 .. len(tokens)-1``; returns their float32 next-token logits."""
         torch = self._torch
-        F = torch.nn.functional
         n = len(tokens)
         h, kv, d = self.heads, self.kv_heads, self.head_dim
-        lengths = self.lengths[:n]
-        positions = torch.tensor(lengths, device=self.device)
-        span = max(lengths) + 1
-        # Row r attends to its own positions 0 .. lengths[r] (the new token included), nothing beyond.
-        mask = (torch.arange(span, device=self.device)[None] <= positions[:, None])[:, None, None]
-        rows = torch.arange(n, device=self.device)
+        plan = self.cache.plan(n, h)
         x = self.embed(torch.tensor(tokens, device=self.device))  # [n, hidden]: one position per row
-        cos, sin = self._rope_tables(x, positions[:, None])  # [n, 1, d]: broadcast over heads
+        cos, sin = self._rope_tables(x, plan.positions[:, None])  # [n, 1, d]: broadcast over heads
         for index, block in enumerate(self.blocks):
             qkv = block.qkv(self._norm(x, block.norms[0])).view(n, h + 2 * kv, d)
             qk = self._rope(qkv[:, : h + kv], cos, sin)
-            keys, values = self.keys[index], self.values[index]
-            keys[rows, :, positions] = qk[:, h:]
-            values[rows, :, positions] = qkv[:, h + kv :]
             # One query position: the query heads sharing a key/value head go along the query axis,
             # so grouped-query attention reads the shared keys without copying them per head.
-            out = F.scaled_dot_product_attention(
-                qk[:, :h].reshape(n, kv, h // kv, d),
-                keys[:n, :, :span],
-                values[:n, :, :span],
-                attn_mask=mask,
-                scale=self.scale,
+            out = self.cache.attend(
+                index, plan, qk[:, :h].reshape(n, kv, h // kv, d), qk[:, h:], qkv[:, h + kv :], self.scale
             )
             x = x + block.out(out.reshape(n, h * d))
             x = self._mlp(x, block)
-        for r in range(n):
-            self.lengths[r] += 1
+        self.cache.advance(n)
         return self._logits(x)
 
 
@@ -363,13 +320,25 @@ def decode_rows(
     left = {}
     for i, _ in rows:
         left[i] = left.get(i, 0) + 1
-    prompts: dict[int, tuple[Any, Any]] = {}
+    prompts: dict[int, tuple[Any, Any]] = {}  # prefill of a prompt whose rows are still to start
+    prompt_slot: dict[int, int] = {}  # prompt -> its keys/values' slot in the cache, while rows use them
+    users: dict[int, int] = {}  # running rows per prompt
+    engine.cache.reserve(max_new_tokens)
     prefix = None
     out: list[list[int]] = [[] for _ in rows]
     running: list[int] = []  # row of each busy slot
     generators: list[Any] = []
 
-    def finish(row: int) -> None:
+    def release(i: int) -> None:
+        """Free prompt ``i``'s cache slot once none of its rows runs or waits."""
+        if not left[i] and not users.get(i) and i in prompt_slot:
+            engine.cache.drop_prompt(prompt_slot.pop(i))
+
+    def finish(row: int, ran: bool = True) -> None:
+        if ran:
+            i = rows[row][0]
+            users[i] -= 1
+            release(i)
         if on_done is not None:
             on_done()
 
@@ -386,13 +355,16 @@ def decode_rows(
             out[row].append(token)
             alive = token not in eos and max_new_tokens > 1
             if alive:
-                engine.ensure_capacity(len(encoded[i]) + max_new_tokens)
-                engine.load(slot, cache, len(encoded[i]))
+                if i not in prompt_slot:
+                    prompt_slot[i] = engine.cache.add_prompt(cache, len(encoded[i]))
+                engine.cache.start_row(slot, prompt_slot[i])
+                users[i] = users.get(i, 0) + 1
             left[i] -= 1
             if not left[i]:
                 del prompts[i]
             if not alive:
-                finish(row)
+                finish(row, ran=False)
+                release(i)
                 continue
             if slot == len(running):
                 running.append(row)
@@ -425,7 +397,7 @@ def decode_rows(
                     continue
                 last = len(running) - 1
                 if slot != last:
-                    engine.move(last, slot)
+                    engine.cache.move_row(last, slot)
                     running[slot], generators[slot] = running[last], generators[last]
                 running.pop()
                 generators.pop()

@@ -126,24 +126,38 @@ def test_step_logits_match_a_full_forward(arch):
     model, tokenizer = tiny_causal_lm(arch)
     first, second = (_prompt_ids(tokenizer, p) for p in PROMPTS[:2])
     prompts = [first, second, first + _prompt_ids(tokenizer, " and more")]  # the third extends the first
-    engine = DecodeEngine(model, slots=3)
+    engine = DecodeEngine(model, slots=5)
+    cache = engine.cache
+    cache.reserve(10)
     seqs = []
     with torch.inference_mode():
-        caches = []
-        for slot, ids in enumerate(prompts):
+        caches, slots = [], []
+        for index, ids in enumerate(prompts):
             # The third prompt is prefilled from the first one's cache (a shared-prefix prefill).
-            logits, cache = engine.prefill(ids, caches[0] if slot == 2 else None)
-            caches.append(cache)
+            logits, kv = engine.prefill(ids, caches[0] if index == 2 else None)
+            caches.append(kv)
             full = model(torch.tensor([ids])).logits[0, -1]
             torch.testing.assert_close(logits, full, atol=1e-4, rtol=1e-4)
-            engine.ensure_capacity(len(ids) + 8)
-            engine.load(slot, cache, len(ids))
-            seqs.append(list(ids))
+            slots.append(cache.add_prompt(kv, len(ids)))
+        assert slots == [0, 1, 2]
+        # Rows 0, 2 and 3 share prompt 0's keys/values; row 1 reads prompt 1, row 4 prompt 2.
+        for row, prompt in enumerate([0, 1, 0, 0, 2]):
+            cache.start_row(row, slots[prompt])
+            seqs.append(list(prompts[prompt]))
         generator = torch.Generator().manual_seed(0)
-        for step in range(6):
-            if step == 3:  # drop slot 0: the last slot moves into it, as when a row finishes
-                engine.move(2, 0)
-                seqs = [seqs[2], seqs[1]]
+        for step in range(8):
+            if step == 3:  # row 0 finishes: the last row moves into its slot, as in decode_rows
+                cache.move_row(len(seqs) - 1, 0)
+                seqs = [seqs[-1], *seqs[1:-1]]
+            if step == 5:  # prompt 1's row finishes and its prompt slot is reused by a new prompt
+                cache.move_row(len(seqs) - 1, 1)
+                seqs = [seqs[0], seqs[-1], *seqs[2:-1]]
+                cache.drop_prompt(slots[1])
+                fresh = _prompt_ids(tokenizer, PROMPTS[3])
+                logits, kv = engine.prefill(fresh)
+                assert cache.add_prompt(kv, len(fresh)) == slots[1]  # the lowest free slot
+                cache.start_row(len(seqs), slots[1])
+                seqs.append(list(fresh))
             tokens = torch.randint(0, len(tokenizer), (len(seqs),), generator=generator).tolist()
             logits = engine.step(tokens)
             for row, token in enumerate(tokens):
@@ -360,3 +374,45 @@ def test_prepacked_linear_matches_f_linear(rows):
         x3 = torch.randn(1, rows, 40, generator=generator)  # prefill's 3-D input: plain F.linear
         assert torch.equal(linear(x3), torch.nn.functional.linear(x3, weight, b))
     assert PrepackedLinear(weight.double(), None, rows).packed is None  # MKL packs float32 sgemm only
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_prompt_shared_attention_equals_attention_over_each_rows_own_sequence(seed):
+    from faithgrpo.eval.decode_cache import PromptSharedCache
+
+    # Random prompts (different lengths) shared by 1-3 rows each, with a freed prompt slot left as
+    # a hole; rows have generated different numbers of tokens. Reference: softmax attention in
+    # float64 over each row's concatenated prompt + own keys, computed row by row.
+    rng = torch.Generator().manual_seed(seed)
+    layers, kv, g, d, slots = 2, 2, 3, 8, 6
+    cache = PromptSharedCache(layers, slots, kv, d, torch.float32, torch.device("cpu"))
+    cache.reserve(5)
+    lengths = [int(x) for x in torch.randint(1, 70, (4,), generator=rng)]
+    prompts = [
+        [(torch.randn(kv, n, d, generator=rng), torch.randn(kv, n, d, generator=rng)) for _ in range(layers)]
+        for n in lengths
+    ]
+    slot_of = [cache.add_prompt(p, n) for p, n in zip(prompts, lengths)]
+    cache.drop_prompt(slot_of[1])  # a hole: no row refers to prompt 1
+    owner = [0, 2, 0, 3, 2, 0]  # row -> prompt
+    own = {(r, layer): ([], []) for r in range(slots) for layer in range(layers)}
+    for r, p in enumerate(owner):
+        cache.start_row(r, slot_of[p])
+    scale = d**-0.5
+    for step in range(4):
+        n = slots - step % 2  # the last row sits out every other step
+        plan = cache.plan(n, kv * g)
+        assert plan.positions.tolist() == [lengths[owner[r]] + len(own[r, 0][0]) for r in range(n)]
+        for layer in range(layers):
+            q = torch.randn(n, kv, g, d, generator=rng)
+            k, v = torch.randn(n, kv, d, generator=rng), torch.randn(n, kv, d, generator=rng)
+            out = cache.attend(layer, plan, q, k, v, scale)
+            for r in range(n):
+                own[r, layer][0].append(k[r])
+                own[r, layer][1].append(v[r])
+                pk, pv = prompts[owner[r]][layer]
+                keys = torch.cat([pk, torch.stack(own[r, layer][0], dim=1)], dim=1).double()
+                values = torch.cat([pv, torch.stack(own[r, layer][1], dim=1)], dim=1).double()
+                weights = (q[r].double() @ keys.transpose(-1, -2) * scale).softmax(-1)
+                torch.testing.assert_close(out[r].double(), weights @ values, atol=1e-5, rtol=1e-5)
+        cache.advance(n)

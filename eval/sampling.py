@@ -27,10 +27,14 @@ def next_token_scores(logits, temperature: float, top_p: float):
         logits: ``[rows, vocab]`` next-token logits.
         temperature: > 0.
         top_p: nucleus mass in (0, 1]; 1 keeps every token.
+
+    Returns:
+        ``[rows, vocab]`` float32 scores; at ``T = 1`` and ``top_p = 1`` that is float32 ``logits``
+        itself (no copy: treat the result as read-only).
     """
     import torch
 
-    scores = logits.float() / temperature
+    scores = logits.float() if temperature == 1 else logits.float() / temperature  # x / 1 == x
     if top_p < 1.0:
         sorted_scores, order = torch.sort(scores, descending=False)
         cumulative = sorted_scores.softmax(dim=-1).cumsum(dim=-1)
@@ -53,7 +57,7 @@ def sample_tokens(logits, temperature: float, top_p: float, generators: Sequence
     if temperature == 0:
         return logits.argmax(dim=-1).tolist()
     probs = next_token_scores(logits, temperature, top_p).softmax(dim=-1)
-    cumulative = probs.double().cumsum(dim=-1)
+    cumulative = torch.cumsum(probs, dim=-1, dtype=torch.float64)  # = probs.double().cumsum(), one copy fewer
     uniform = torch.stack(
         [torch.rand((), dtype=torch.float64, generator=g, device=g.device) for g in generators]
     )

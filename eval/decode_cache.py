@@ -66,10 +66,10 @@ class StepPlan:
 
 
 class PromptSharedCache:
-    """Preallocated keys/values: ``prompt_slots`` prompts and ``slots`` rows of generated tokens.
+    """Keys/values of up to ``slots`` prompts and of ``slots`` rows' generated tokens.
 
     A row slot refers to one prompt slot (`start_row`); `plan` and `attend` run a step over row
-    slots ``0 .. n-1``. Buffers grow on demand (`add_prompt` for prompt length, `reserve` for the
+    slots ``0 .. n-1``. Buffers grow on demand (`add_prompt`: prompt slots and length; `reserve`: the
     tokens a row may generate); unused positions stay zero, so masked scores stay finite.
     """
 
@@ -79,8 +79,8 @@ class PromptSharedCache:
         self._torch = torch
         self.layers, self.slots, self.kv_heads, self.head_dim = layers, slots, kv_heads, head_dim
         self.dtype, self.device = dtype, device
-        self.prompt_keys: list[Any] = []  # per layer: [slots, kv, d, prompt capacity]
-        self.prompt_values: list[Any] = []  # per layer: [slots, kv, prompt capacity, d]
+        self.prompt_keys: list[Any] = []  # per layer: [prompt slots, kv, d, prompt capacity]
+        self.prompt_values: list[Any] = []  # per layer: [prompt slots, kv, prompt capacity, d]
         self.row_keys: list[Any] = []  # per layer: [slots, kv, d, row capacity]
         self.row_values: list[Any] = []  # per layer: [slots, kv, row capacity, d]
         self.prompt_capacity = self.row_capacity = 0
@@ -90,34 +90,32 @@ class PromptSharedCache:
 
     # -- storage -------------------------------------------------------------------------------
 
-    def _grow(self, keys: list, values: list, old: int, new: int) -> None:
+    def _grown(self, keys: list, values: list, count: int, tokens: int) -> int:
+        """Reallocate ``keys``/``values`` (per layer) to ``count`` slots of ``tokens`` (rounded up to
+        64) positions, keeping what they hold; returns the new position capacity."""
         torch = self._torch
-        new = -(-new // 64) * 64
-        shape = (self.slots, self.kv_heads, self.head_dim, new)
+        tokens = -(-tokens // 64) * 64
+        kv, d = self.kv_heads, self.head_dim
         for index in range(self.layers):
-            k = torch.zeros(shape, dtype=self.dtype, device=self.device)
-            v = torch.zeros(
-                (self.slots, self.kv_heads, new, self.head_dim), dtype=self.dtype, device=self.device
-            )
+            k = torch.zeros((count, kv, d, tokens), dtype=self.dtype, device=self.device)
+            v = torch.zeros((count, kv, tokens, d), dtype=self.dtype, device=self.device)
             if index < len(keys):
-                k[..., :old] = keys[index]
-                v[:, :, :old] = values[index]
+                old_count, _, _, old_tokens = keys[index].shape
+                k[:old_count, ..., :old_tokens] = keys[index]
+                v[:old_count, :, :old_tokens] = values[index]
                 keys[index], values[index] = k, v
             else:
                 keys.append(k)
                 values.append(v)
+        return tokens
 
     def reserve(self, tokens: int) -> None:
         """Make every row slot hold ``tokens`` generated tokens."""
         if tokens > self.row_capacity:
-            self._grow(self.row_keys, self.row_values, self.row_capacity, tokens)
-            self.row_capacity = self.row_keys[0].shape[-1]
+            self.row_capacity = self._grown(self.row_keys, self.row_values, self.slots, tokens)
 
     def add_prompt(self, cache: Sequence[tuple[Any, Any]], length: int) -> int:
         """Store a prefilled prompt (``[(keys [kv, length, d], values)]`` per layer); returns its slot."""
-        if length > self.prompt_capacity:
-            self._grow(self.prompt_keys, self.prompt_values, self.prompt_capacity, length)
-            self.prompt_capacity = self.prompt_keys[0].shape[-1]
         free = [p for p, used in enumerate(self.prompt_lengths) if not used]
         if free:
             slot = free[0]  # the lowest free slot: the prompts a step reads stay packed at the front
@@ -126,6 +124,12 @@ class PromptSharedCache:
             self.prompt_lengths.append(0)
         else:
             raise RuntimeError(f"all {self.slots} prompt slots are in use")
+        allocated = self.prompt_keys[0].shape[0] if self.prompt_keys else 0
+        # prompt slots are allocated as needed, doubling (about slots / G of them are in use at once)
+        count = allocated if slot < allocated else min(self.slots, max(2 * allocated, slot + 1))
+        if length > self.prompt_capacity or count > allocated:
+            tokens = max(length, self.prompt_capacity)
+            self.prompt_capacity = self._grown(self.prompt_keys, self.prompt_values, count, tokens)
         for index, (k, v) in enumerate(cache):
             self.prompt_keys[index][slot, :, :, :length] = k.transpose(-1, -2)
             self.prompt_values[index][slot, :, :length] = v

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from faithgrpo.tasks.kk_logic import Assignment, _assignment_of, _index_of, _knight_masks
-from faithgrpo.tasks.kk_puzzle import _ROLE_SET, KKPuzzle, _article, _memoised, _puzzle
+from faithgrpo.tasks.kk_puzzle import _MISSING, _ROLE_SET, KKPuzzle, _article, _memoised, _puzzle, _remember
 
 # ---------------------------------------------------------------------------------------------------
 # Derivation claims: the certificate, checked by truth table
@@ -29,6 +29,7 @@ _CLAIM_LEAD_RE = re.compile(
     re.IGNORECASE,
 )
 _ASSIGN_START_RE = re.compile(r"assignment[ \t]*\{", re.IGNORECASE)
+_ASSIGN_INITIALS = frozenset("aA")  # what the patterns' first letter matches (see the test)
 _ASSIGN_CLAIM_RE = re.compile(
     r"assignment[ \t]*\{([^{}]*)\}[ \t]*is[ \t]+(in)?consistent\b(.*)", re.IGNORECASE
 )
@@ -96,16 +97,48 @@ def _cites(tail: str, puzzle: KKPuzzle) -> tuple[tuple[int, ...] | None, str | N
 
 def _parse_claim(line: str, puzzle: KKPuzzle) -> tuple[KKClaim | None, str | None]:
     """``(claim, None)``, ``(None, None)`` for prose, or ``(None, reason)`` for a malformed claim."""
+    why, claim = _line_step(line, puzzle)[:2]
+    return claim, why
+
+
+# What _certify needs of one DERIVATION line, computed once per distinct line (or claim body):
+# ``(why, claim, key, region)``. ``why``/``claim`` are :func:`_parse_claim`'s result; ``key`` is
+# ``claim.key``; ``region`` is the bitmask of assignments extending the claim's roles (inconsistent
+# and role claims), or a consistent claim's assignment index (-1 when it leaves someone out).
+_Step = tuple[str | None, KKClaim | None, tuple | None, int]
+_PROSE_STEP: _Step = (None, None, None, 0)
+
+
+def _line_step(line: str, puzzle: KKPuzzle) -> _Step:
+    """The :data:`_Step` of one DERIVATION line (lead words, bullets and labels stripped)."""
     lead = _CLAIM_LEAD_RE.match(line, 0, 64)
     start = lead.end() if lead else 0
     if len(line) > MAX_CLAIM_LINE_CHARS:  # checked before any pattern reads the whole line
         if _ASSIGN_START_RE.match(line, start, start + 40):
-            return None, f"claim line longer than {MAX_CLAIM_LINE_CHARS} characters"
-        return None, None
+            return (f"claim line longer than {MAX_CLAIM_LINE_CHARS} characters", None, None, 0)
+        return _PROSE_STEP
     body = line[start:].rstrip(" \t.!;")
     # the rest reads only body (lead and bullets stripped): memoised per puzzle, so the G traces of a
     # prompt, which repeat claims under different bullets and labels, parse each claim once
-    return _memoised(puzzle, ("claim", body), body, _parse_claim_body, body, puzzle)
+    memo = puzzle._memo
+    step = memo.get(("claim", body))
+    if step is None:
+        step = _body_step(body, puzzle)
+        _remember(memo, ("claim", body), body, step)
+    return step
+
+
+def _body_step(body: str, puzzle: KKPuzzle) -> _Step:
+    claim, why = _parse_claim_body(body, puzzle)
+    if claim is None:
+        return (why, None, None, 0)
+    n = puzzle.n_people
+    if claim.kind == "consistent":
+        roles = dict(claim.roles)
+        region = _index_of(tuple(roles[i] for i in range(n))) if len(roles) == n else -1
+    else:
+        region = _region(claim.roles, n)
+    return (None, claim, claim.key, region)
 
 
 def _assigned_roles(text: str, puzzle: KKPuzzle) -> tuple[tuple[int, bool], ...] | None:
@@ -127,8 +160,10 @@ def _assigned_roles(text: str, puzzle: KKPuzzle) -> tuple[tuple[int, bool], ...]
 
 
 def _parse_claim_body(body: str, puzzle: KKPuzzle) -> tuple[KKClaim | None, str | None]:
-    if _ASSIGN_START_RE.match(body):
-        match = _ASSIGN_CLAIM_RE.fullmatch(body)
+    # Both assignment patterns start with "assignment", and IGNORECASE matches "a" to "a"/"A" only:
+    # other bodies skip them. A full claim needs no separate check of its start.
+    match = _ASSIGN_CLAIM_RE.fullmatch(body) if body[:1] in _ASSIGN_INITIALS else None
+    if match is not None or (body[:1] in _ASSIGN_INITIALS and _ASSIGN_START_RE.match(body)):
         if not match:
             return None, (
                 f"{body[:60]!r} is not a claim; write 'assignment {{Name: role, ...}} is consistent' "
@@ -137,11 +172,17 @@ def _parse_claim_body(body: str, puzzle: KKPuzzle) -> tuple[KKClaim | None, str 
         # the same role list comes with many tails (citations) and leads: its parse is memoised on
         # its own text when it has no error (an error names the whole body: that path runs in full)
         roles_text = match.group(1)
-        known = _memoised(puzzle, ("roles", roles_text), roles_text, _assigned_roles, roles_text, puzzle)
+        memo = puzzle._memo
+        known = memo.get(("roles", roles_text), _MISSING)
+        if known is _MISSING:
+            known = _memoised(puzzle, ("roles", roles_text), roles_text, _assigned_roles, roles_text, puzzle)
         if known is not None:
             kind = "inconsistent" if match.group(2) else "consistent"
             tail = match.group(3)
-            cites, why = _memoised(puzzle, ("cites", tail), tail, _cites, tail, puzzle)
+            cited = memo.get(("cites", tail))
+            if cited is None:
+                cited = _memoised(puzzle, ("cites", tail), tail, _cites, tail, puzzle)
+            cites, why = cited
             if why:
                 return None, why
             if cites is None or (kind == "consistent" and cites):
@@ -284,14 +325,20 @@ def _certify(body: str, puzzle: KKPuzzle) -> tuple[int | None, str | None]:
     """
     n = puzzle.n_people
     full = (1 << (1 << n)) - 1
+    memo = puzzle._memo
     # per-puzzle tables, computed once for all the traces of a prompt
-    violations = _memoised(puzzle, ("violations",), None, _violations, puzzle)
+    violations = memo.get(("violations",)) or _memoised(puzzle, ("violations",), None, _violations, puzzle)
     open_ = full
     seen: set[tuple] = set()
     n_claims = 0
     for line in body.splitlines():
         # the G traces of a prompt repeat whole lines too: skip even the lead-word pattern for them
-        claim, why = _memoised(puzzle, ("line", line), line, _parse_claim, line, puzzle)
+        # (the memo lookup is inlined: this loop runs once per line of every trace)
+        step = memo.get(("line", line))
+        if step is None:
+            step = _line_step(line, puzzle)
+            _remember(memo, ("line", line), line, step)
+        why, claim, key, region = step
         if why:
             return None, why
         if claim is None:
@@ -299,29 +346,26 @@ def _certify(body: str, puzzle: KKPuzzle) -> tuple[int | None, str | None]:
         n_claims += 1
         if n_claims > MAX_CLAIMS:
             return None, f"more than {MAX_CLAIMS} claims"
-        key = claim.key
         if key in seen:
             return None, f"claim repeated: {_quoted(line)}"
         seen.add(key)
-        candidates = claim.cites or range(n)
-        if claim.kind == "consistent":
-            if len(claim.roles) != n:
+        kind = claim.kind
+        if kind == "consistent":
+            if region < 0:
                 missing = sorted(set(range(n)) - {i for i, _ in claim.roles})
                 return None, (
                     f"{_quoted(line)}: a consistent assignment must give every role (missing "
                     f"{', '.join(puzzle.names[i] for i in missing)})"
                 )
-            roles = dict(claim.roles)
-            index = _index_of(tuple(roles[i] for i in range(n)))
-            bad = [puzzle.names[i] for i in range(n) if (violations[i] >> index) & 1]
+            bad = [puzzle.names[i] for i in range(n) if (violations[i] >> region) & 1]
             if bad:
                 return (
                     None,
                     f"false claim {_quoted(line)}: {', '.join(bad)}'s statement contradicts the speaker's role",
                 )
             continue
-        if claim.kind == "inconsistent":
-            region = _region(claim.roles, n)
+        candidates = claim.cites or range(n)
+        if kind == "inconsistent":
             cases = open_ & region
             if _refuter(cases, candidates, violations) is None:
                 consistent = cases & ~functools.reduce(operator.or_, violations, 0)
@@ -338,10 +382,9 @@ def _certify(body: str, puzzle: KKPuzzle) -> tuple[int | None, str | None]:
                 return None, f"false claim {_quoted(line)}: {why}"
             open_ &= ~region
             continue
-        ((person, role),) = claim.roles
-        region = _region(((person, role),), n)
         other = open_ & ~region
         if other and _refuter(other, candidates, violations) is None:
+            ((person, role),) = claim.roles
             reason = f"an open assignment makes {puzzle.names[person]} {_article(puzzle.role_word(not role, True))}"
             if claim.cites:
                 cited = " or ".join(puzzle.names[i] for i in claim.cites)

@@ -87,14 +87,14 @@ class _FormulaParser:
 
     def iff(self) -> Statement:
         node = self.imp()
-        while self.peek() == "iff":
+        while self.kinds[self.pos] == "iff":
             self.pos += 1
             node = ("<=>", node, self.imp())
         return node
 
     def imp(self) -> Statement:
         node = self.disj()
-        if self.peek() == "imp":
+        if self.kinds[self.pos] == "imp":
             self.pos += 1
             self.enter()
             node = ("->", node, self.imp())
@@ -103,39 +103,39 @@ class _FormulaParser:
 
     def disj(self) -> Statement:
         node = self.conj()
-        if self.peek() != "or":
+        if self.kinds[self.pos] != "or":
             return node
         children = [node]
-        while self.peek() == "or":
+        while self.kinds[self.pos] == "or":
             self.pos += 1
             children.append(self.conj())
         return ("or", *children)
 
     def conj(self) -> Statement:
         node = self.unary()
-        if self.peek() != "and":
+        if self.kinds[self.pos] != "and":
             return node
         children = [node]
-        while self.peek() == "and":
+        while self.kinds[self.pos] == "and":
             self.pos += 1
             children.append(self.unary())
         return ("and", *children)
 
     def unary(self) -> Statement:
-        kind = self.peek()
+        kind = self.kinds[self.pos]
         self.enter()
-        try:
-            if kind == "not":
-                self.pos += 1
-                return ("not", self.unary())
-            if kind == "lp":
-                self.pos += 1
-                node = self.iff()
-                self.take("rp")
-                return node
-            return self.atom()
-        finally:
-            self.depth -= 1
+        # an error abandons the whole parse, so the depth is restored on the normal returns only
+        if kind == "not":
+            self.pos += 1
+            node = ("not", self.unary())
+        elif kind == "lp":
+            self.pos += 1
+            node = self.iff()
+            self.take("rp")
+        else:
+            node = self.atom()
+        self.depth -= 1
+        return node
 
     def atom(self) -> Statement:
         word = self.take("word")

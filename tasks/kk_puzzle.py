@@ -82,9 +82,14 @@ class KKPuzzle:
     tables: tuple[int, ...] = field(repr=False)
     n_solutions: int = 1
 
-    @property
+    @functools.cached_property
     def n_people(self) -> int:
         return len(self.names)
+
+    @functools.cached_property
+    def full_mask(self) -> int:
+        """The bitmask of all ``2^n`` assignments (every truth table lies below it)."""
+        return (1 << (1 << len(self.names))) - 1
 
     @classmethod
     def from_metadata(cls, metadata: Any) -> KKPuzzle:
@@ -236,11 +241,16 @@ def _memoised(puzzle: KKPuzzle, key: tuple, text: str | None, compute: Any, *arg
     if value is not _MISSING:
         return value
     value = compute(*args)
+    _remember(memo, key, text, value)
+    return value
+
+
+def _remember(memo: dict, key: tuple, text: str | None, value: Any) -> None:
+    """Store a computed value as :func:`_memoised` does (hot loops look ``key`` up themselves)."""
     if text is None or len(text) <= _MEMO_KEY_CHARS:
         if len(memo) >= _MEMO_ENTRIES:
             memo.clear()
         memo[key] = value
-    return value
 
 
 @functools.lru_cache(maxsize=1024)
@@ -314,7 +324,18 @@ def kk_score_answer(answer: str | None, metadata: Any, assignment: Sequence[bool
         return 0.0
     puzzle = _puzzle(metadata)
     roles = None if assignment is None else tuple(bool(x) for x in assignment)
-    return _memoised(puzzle, ("score", answer, roles), answer, _score_answer, answer, puzzle, roles)
+    return _score(answer, puzzle, roles)
+
+
+def _score(answer: str | None, puzzle: KKPuzzle, roles: Assignment | None) -> float:
+    """:func:`kk_score_answer` for a checked puzzle and roles that are already a tuple of bools."""
+    if not isinstance(answer, str) or not answer or len(answer) > MAX_ANSWER_CHARS:
+        return 0.0
+    # the G completions of a prompt mostly give the same answer: one lookup grades it
+    score = puzzle._memo.get(("score", answer, roles))
+    if score is None:
+        score = _memoised(puzzle, ("score", answer, roles), answer, _score_answer, answer, puzzle, roles)
+    return score
 
 
 def _score_answer(answer: str, puzzle: KKPuzzle, roles: Assignment | None) -> float:

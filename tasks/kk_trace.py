@@ -11,7 +11,7 @@ from typing import Any
 
 from faithgrpo.rewards.text import completion_text, extract_answer, extract_think
 from faithgrpo.tasks.kk_formulas import parse_kk_formula
-from faithgrpo.tasks.kk_logic import Assignment, Statement
+from faithgrpo.tasks.kk_logic import Assignment, _table
 from faithgrpo.tasks.kk_puzzle import KKPuzzle, _memoised, _puzzle
 
 SLOT_NAMES = ("STATEMENTS", "STRATEGY", "DERIVATION", "ASSIGNMENT")
@@ -34,6 +34,8 @@ _SLOT_RE = re.compile(
 # follows its blanks and bullets, so a line whose first other character is none of these is no header.
 _HEADER_INITIALS = frozenset("SsſDdAa")
 _HEADER_LEAD = " \t-*#>"
+# Each pattern character matches one character, so a header's name spans exactly its length.
+_NAME_LENGTHS = frozenset(map(len, SLOT_NAMES))
 _STATEMENT_LINE_RE = re.compile(
     r"^(?:[-*•]|\d{1,3}[.)])?[ \t]*([^\W_]\w*)(?:[ \t]+(?:says|said|claims|states))?[ \t]*:[ \t]*(.*)$"
 )
@@ -61,6 +63,19 @@ class KKTrace:
     error: str | None = None
 
 
+def _may_be_header(line: str) -> bool:
+    """False for a line `_SLOT_RE` cannot match, by cheap tests (most lines: prose, "Step 1: ...").
+
+    A header is "NAME:" after blanks/bullets/"**", with only blanks and "**" between NAME and the
+    colon: its stripped head starts with a name's initial, and its first colon follows a name's
+    length of characters.
+    """
+    if ":" not in line:
+        return False
+    head = line.lstrip(_HEADER_LEAD)
+    return head[:1] in _HEADER_INITIALS and len(head[: head.find(":")].rstrip(" \t*")) in _NAME_LENGTHS
+
+
 def parse_kk_trace(text: Any, *, max_chars: int = MAX_TRACE_CHARS) -> KKTrace:
     """Split a completion into its ``<think>`` slots and ``<answer>``; never raises.
 
@@ -74,7 +89,7 @@ def parse_kk_trace(text: Any, *, max_chars: int = MAX_TRACE_CHARS) -> KKTrace:
         A :class:`KKTrace`; ``error`` says why nothing could be read (empty, too long, no ``<think>``).
     """
     text = completion_text(text)
-    if not text.strip():
+    if not text or text.isspace():  # all whitespace: what strip() would empty, without the copy
         return KKTrace(error="empty completion")
     if len(text) > max_chars:
         return KKTrace(error=f"completion longer than {max_chars} characters")
@@ -89,11 +104,7 @@ def parse_kk_trace(text: Any, *, max_chars: int = MAX_TRACE_CHARS) -> KKTrace:
     current: list[str] | None = None
     collected: dict[str, list[str]] = {}
     for line in lines:
-        # a header has a colon and a slot name's initial; most lines fail these before the pattern runs
-        if ":" in line and line.lstrip(_HEADER_LEAD)[:1] in _HEADER_INITIALS:
-            match = _SLOT_RE.match(line)
-        else:
-            match = None
+        match = _SLOT_RE.match(line) if _may_be_header(line) else None
         if match:
             name = match.group(1).upper()
             if name in collected:
@@ -123,36 +134,52 @@ def _slot(trace: KKTrace, name: str) -> tuple[str | None, str | None]:
     return body, None
 
 
-def _parse_statements(body: str, puzzle: KKPuzzle) -> tuple[dict[int, Statement], list[str]]:
-    restated: dict[int, Statement] = {}
+def _parse_statements(body: str, puzzle: KKPuzzle) -> tuple[dict[int, int], list[str]]:
+    """The truth tables of the restated claims (person index -> table) and the errors, in order."""
+    tables: dict[int, int] = {}
     errors: list[str] = []
-    lines = [part.strip() for line in body.splitlines() for part in line.split(";") if part.strip()]
+    # one strip per item ("Name: formula" lines, also ";"-separated); empty items are dropped
+    if ";" in body:
+        lines = [item for line in body.splitlines() for item in map(str.strip, line.split(";")) if item]
+    else:
+        lines = [item for item in map(str.strip, body.splitlines()) if item]
     if len(lines) > 4 * puzzle.n_people + 8:
         return {}, [f"{len(lines)} lines for {puzzle.n_people} people"]
+    memo = puzzle._memo
     for line in lines:
         match = _STATEMENT_LINE_RE.match(line)
         if not match:
             errors.append(f"line {line[:60]!r} is not 'Name: formula'")
             continue
-        index = puzzle.person(match.group(1))
+        name, formula = match.groups()
+        index = puzzle.person(name)
         if index is None:
-            errors.append(f"{match.group(1)[:30]!r} is not a person in this puzzle")
+            errors.append(f"{name[:30]!r} is not a person in this puzzle")
             continue
-        if index in restated:
+        if index in tables:
             errors.append(f"{puzzle.names[index]}'s claim is restated twice")
             continue
-        formula = match.group(2)
-        statement, reason = _memoised(
-            puzzle, ("formula", formula), formula, parse_kk_formula, formula, puzzle
-        )
-        if statement is None:
+        # the restatements of a prompt's G traces repeat: parse and tabulate each formula once
+        parsed = memo.get(("formula", formula))
+        if parsed is None:
+            parsed = _memoised(puzzle, ("formula", formula), formula, _formula_table, formula, puzzle)
+        table, reason = parsed
+        if table is None:
             errors.append(f"{puzzle.names[index]}: {reason}")
             continue
-        restated[index] = statement
-    missing = [puzzle.names[i] for i in range(puzzle.n_people) if i not in restated]
+        tables[index] = table
+    missing = [puzzle.names[i] for i in range(puzzle.n_people) if i not in tables]
     if missing and not errors:
         errors.append(f"no restatement for {', '.join(missing)}")
-    return restated, errors
+    return tables, errors
+
+
+def _formula_table(formula: str, puzzle: KKPuzzle) -> tuple[int | None, str | None]:
+    # a restated formula's truth table (or why it does not parse): all the checker needs of it
+    statement, reason = parse_kk_formula(formula, puzzle)
+    if statement is None:
+        return None, reason
+    return _table(statement, puzzle.n_people, puzzle.full_mask), None
 
 
 def parse_kk_assignment(text: str, metadata: Any) -> tuple[Assignment | None, str | None]:

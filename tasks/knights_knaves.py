@@ -110,10 +110,8 @@ from faithgrpo.tasks.kk_gold import gold_kk_trace, kk_prompt_instructions
 from faithgrpo.tasks.kk_logic import (
     MAX_PEOPLE,
     Assignment,
-    Statement,
     _assignment_of,
     _index_of,
-    _table,
     consistent_assignments,
     evaluate_statement,
     normalize_statement,
@@ -129,6 +127,7 @@ from faithgrpo.tasks.kk_puzzle import (
     KKPuzzle,
     _memoised,
     _puzzle,
+    _score,
     kk_oracle_answer,
     kk_puzzle,
     kk_score_answer,
@@ -291,8 +290,11 @@ def _role_refs_ok(low: str, puzzle: KKPuzzle) -> bool:
     if "=" in low:
         roles = _ROLE_AFTER_EQ_RE.findall(low)
         names = reversed(_WORD_AFTER_EQ_RE.findall(rev))  # the same "="s, in text order
-        refs = [(role, name) for role, name in zip(roles, names) if role]
-        if not _memoised(puzzle, ("eq refs",), None, _eq_refs_allowed, puzzle).issuperset(refs):
+        allowed = puzzle._memo.get(("eq refs",)) or _memoised(
+            puzzle, ("eq refs",), None, _eq_refs_allowed, puzzle
+        )
+        # the (role, name) pairs of the "="s followed by a role word, checked at C speed
+        if not allowed.issuperset(itertools.compress(zip(roles, names), roles)):
             return False
     for m in _PAREN_ARG_RE.finditer(low):
         prev = _REV_WORD_RE.match(rev, n - m.start())  # a role word right before "("?
@@ -405,19 +407,15 @@ def check_kk_trace(text: Any, metadata: Any, *, max_chars: int = MAX_TRACE_CHARS
     trace = parse_kk_trace(text, max_chars=max_chars)
 
     # 1. statements: faithful restatement, by truth-table equivalence.
-    restated: dict[int, Statement] = {}
+    restated_tables: dict[int, int] | None = None
     body, why = _slot(trace, "STATEMENTS")
     if body is not None:
-        restated, errors = _parse_statements(body, puzzle)
+        tables, errors = _parse_statements(body, puzzle)
         why = "; ".join(errors[:3]) if errors else None
-    restated_tables: list[int] | None = None
     if why is None:
-        full = (1 << (1 << puzzle.n_people)) - 1
-        restated_tables = [
-            _memoised(puzzle, ("table", restated[i]), None, _table, restated[i], puzzle.n_people, full)
-            for i in range(puzzle.n_people)
-        ]
-        for i, (mine, gold) in enumerate(zip(restated_tables, puzzle.tables)):
+        restated_tables = tables  # one table per person (no errors: nobody is missing)
+        for i, gold in enumerate(puzzle.tables):
+            mine = tables[i]
             if mine != gold:
                 witness = _assignment_of(((mine ^ gold) & -(mine ^ gold)).bit_length() - 1, puzzle.n_people)
                 why = f"{puzzle.names[i]}'s restatement differs from the puzzle under {_describe(witness, puzzle)}"
@@ -438,7 +436,10 @@ def check_kk_trace(text: Any, metadata: Any, *, max_chars: int = MAX_TRACE_CHARS
     body, why = _slot(trace, "ASSIGNMENT")
     assignment = None
     if body is not None:
-        assignment, why = _memoised(puzzle, ("assignment", body), body, parse_kk_assignment, body, puzzle)
+        parsed = puzzle._memo.get(("assignment", body))  # G traces repeat it: parse it once
+        if parsed is None:
+            parsed = _memoised(puzzle, ("assignment", body), body, parse_kk_assignment, body, puzzle)
+        assignment, why = parsed
     result.assignment = assignment
     derivation, derivation_why = _slot(trace, "DERIVATION")
     if derivation is not None:
@@ -460,8 +461,8 @@ def check_kk_trace(text: Any, metadata: Any, *, max_chars: int = MAX_TRACE_CHARS
         else:
             bad = [
                 puzzle.names[i]
-                for i, table in enumerate(restated_tables)
-                if bool((table >> index) & 1) != assignment[i]
+                for i, knight in enumerate(assignment)
+                if bool((restated_tables[i] >> index) & 1) != knight
             ]
             result.consistent = not bad
             if bad:
@@ -474,14 +475,14 @@ def check_kk_trace(text: Any, metadata: Any, *, max_chars: int = MAX_TRACE_CHARS
             result.reasons.append("solution: the assignment is not the puzzle's solution")
         if trace.answer is None:
             result.reasons.append("answer: no <answer>...</answer> block")
-        elif kk_score_answer(trace.answer, puzzle, assignment) == 1.0:
+        elif _score(trace.answer, puzzle, assignment) == 1.0:
             result.answer = True
         else:
             result.reasons.append(
                 f"answer: {trace.answer[:80]!r} does not state the assignment in the puzzle's terms "
                 f"({puzzle.knight}/{puzzle.knave})"
             )
-    result.answer_correct = kk_score_answer(trace.answer, puzzle) == 1.0
+    result.answer_correct = _score(trace.answer, puzzle, None) == 1.0
     result.total = sum(_check_values(result))
     return result
 

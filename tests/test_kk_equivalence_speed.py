@@ -1,0 +1,114 @@
+"""Knights & Knaves fast paths: each cheap pre-test or precomputed value must agree with the general path."""
+
+from __future__ import annotations
+
+import random
+
+import reasoning_gym
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from faithgrpo.tasks import kk_claims, kk_trace
+from faithgrpo.tasks import knights_knaves as kk
+
+# a reasoning-gym puzzle with three people and its own role words
+META = reasoning_gym.create_dataset("knights_knaves", size=1, seed=7, n_people=3)[0]["metadata"]
+
+
+NAMES = META["names"]
+KNIGHT, KNAVE = kk.kk_puzzle(META).knight, kk.kk_puzzle(META).knave
+
+
+def _header_by_pattern(line: str) -> bool:
+    return kk_trace._SLOT_RE.match(line) is not None
+
+
+def _header_by_prefilter(line: str) -> bool:
+    return kk_trace._may_be_header(line)
+
+
+# lines built from header pieces: leads, names (also folded spellings), blanks, stars and colons
+_HEADERISH = st.lists(
+    st.sampled_from(
+        [*" \t-*#>:ſSsTtAaRrEeGgYyDdNn", "**", "STRATEGY", "DERIVATION", "ſtatements", "Assignment", "x"]
+    ),
+    max_size=12,
+).map("".join)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(_HEADERISH, st.text(max_size=10))
+def test_header_prefilter_never_rejects_a_header(prefix: str, rest: str):
+    line = prefix + rest
+    if _header_by_pattern(line):
+        assert _header_by_prefilter(line), line
+
+
+def test_header_prefilter_on_spelled_headers():
+    for name in kk_trace.SLOT_NAMES:
+        for spelled in (name, name.lower(), name.title(), name.replace("S", "ſ").lower()):
+            for lead, tail in (("", ":"), ("- ", " :"), ("**", ":**"), ("## ", "**:"), ("\t> ", "\t: x")):
+                line = f"{lead}{spelled}{tail}"
+                assert _header_by_pattern(line) and _header_by_prefilter(line), line
+    for line in ("- Step 1: so Ava is a sage", "Suppose Ava=sage:", "STRATEGYX: a", "Assignments: x"):
+        assert not _header_by_pattern(line)
+
+
+def test_claim_steps_match_the_parsed_claims():
+    # the precomputed (why, claim, key, region) of a line is what parsing the line gives
+    puzzle = kk.kk_puzzle(META)
+    rng = random.Random(0)
+    lines = []
+    for seed in range(30):
+        lines += kk.parse_kk_trace(kk.gold_kk_trace(META, rng=seed)).slots["DERIVATION"].splitlines()
+    a, b, c = NAMES[:3]
+    lines += [
+        f"assignment {{{NAMES[0]}: {KNIGHT}}} is consistent",
+        "assignment {Zed: knight} is inconsistent",
+        "so he is a knave",
+        f"{NAMES[1]} is a knight: Zed's statement",
+        f"assignment {{{a}: knave, {b}: knight, {c}: knight}} is consistent: {a}'s statement",
+        f"assignment {{{c}: knave}} is inconsistent: {b}'s claim",
+        "- assignment {" + "x" * 700 + "}",
+    ]
+    rng.shuffle(lines)
+    for line in lines:
+        why, claim, key, region = kk_claims._line_step(line, puzzle)
+        assert kk.parse_kk_claim(line, META) == (claim, why)  # a fresh puzzle: nothing memoised
+        if claim is not None:
+            assert key == claim.key
+            n = puzzle.n_people
+            if claim.kind == "consistent":
+                roles = dict(claim.roles)
+                want = kk_claims._index_of(tuple(roles[i] for i in range(n))) if len(roles) == n else -1
+            else:
+                want = kk_claims._region(claim.roles, n)
+            assert region == want
+
+
+def test_checks_equal_on_a_shared_and_a_fresh_puzzle():
+    # the per-puzzle memo (lines, claims, formulas, tables, scores) never changes a result
+    puzzle = kk.kk_puzzle(META)
+    gold = [kk.gold_kk_trace(META, rng=seed) for seed in range(12)]
+    texts = gold + [g.replace(KNIGHT, KNAVE, 1) for g in gold] + [g.replace("->", "<->") for g in gold]
+    for text in texts + texts[::-1]:
+        assert kk.check_kk_trace(text, puzzle) == kk.check_kk_trace(text, dict(META))
+
+
+def test_assignment_patterns_start_with_their_initials_only():
+    # _parse_claim_body tries the assignment patterns only on bodies starting with these letters
+    first = kk_claims._ASSIGN_START_RE.pattern[0]
+    initials = {
+        c for c in map(chr, range(0x110000)) if kk_claims.re.fullmatch(first, c, kk_claims.re.IGNORECASE)
+    }
+    assert initials == kk_claims._ASSIGN_INITIALS
+    assert kk_claims._ASSIGN_CLAIM_RE.pattern.startswith(kk_claims._ASSIGN_START_RE.pattern[:10])
+
+
+def test_blank_completion_test_is_what_strip_empties():
+    # parse_kk_trace asks isspace() instead of stripping a copy of the whole completion
+    assert all((not chr(i).strip()) == chr(i).isspace() for i in range(0x110000))
+    for text in ("", " ", "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f\x85\xa0\u2028\u3000", "\u200b"):
+        assert kk.parse_kk_trace(text).error == (
+            "empty completion" if not text.strip() else "no <think>...</think> block"
+        )

@@ -366,11 +366,15 @@ def test_prepacked_linear_matches_f_linear(rows):
     for b in (bias, None):
         linear = PrepackedLinear(weight, b, rows)
         assert (linear.packed is not None) == can_prepack(weight)
-        for m in (rows, rows + 3):  # the packed row count, and another (the op's plain fallback)
+        # the packed row count, more (the op's plain fallback) and fewer (padded with zero rows)
+        for m in sorted({rows, rows + 3, max(rows // 2, 1)}):
             x = torch.randn(m, 40, generator=generator)
-            torch.testing.assert_close(
-                linear(x), torch.nn.functional.linear(x, weight, b), rtol=1e-5, atol=1e-5
-            )
+            out = linear(x)
+            assert out.shape == (m, 96)
+            torch.testing.assert_close(out, torch.nn.functional.linear(x, weight, b), rtol=1e-5, atol=1e-5)
+            if m < rows and linear.packed is not None:  # a padded row gets what it gets in a full batch
+                full = torch.cat([x, torch.randn(rows - m, 40, generator=generator)])
+                assert torch.equal(out, linear(full)[:m])
         x3 = torch.randn(1, rows, 40, generator=generator)  # prefill's 3-D input: plain F.linear
         assert torch.equal(linear(x3), torch.nn.functional.linear(x3, weight, b))
     assert PrepackedLinear(weight.double(), None, rows).packed is None  # MKL packs float32 sgemm only

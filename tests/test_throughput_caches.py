@@ -261,7 +261,8 @@ def test_derivation_memo_follows_the_result_text_and_keeps_no_graph():
 
 
 def test_strategy_verdicts_are_shared_by_text_and_kind():
-    from faithgrpo.tasks.queries import QUERY_KINDS, _strategy_check
+    from faithgrpo.tasks.queries import QUERY_KINDS
+    from faithgrpo.tasks.strategy_methods import _strategy_check
 
     texts = [
         "backdoor criterion",

@@ -39,10 +39,10 @@ class StepPlan:
 
     Attributes:
         rows: ``arange(n)``, the row slots of the step.
-        prompt: Prompt slot of each row (``[n]``).
-        rank: Index of each row among the step's rows of its prompt (``[n]``).
         grid: For row ``r`` and key/value head ``j``, the index of its queries in the ``queries``
-            buffer viewed as ``[P * kv * M, g, d]`` (``[n * kv]``, row-major; the same for ``weights``).
+            buffer viewed as ``[P * kv * M, g, d]`` (``[n * kv]``, row-major; the same for
+            ``weights``): ``(prompt slot * kv + j) * M + rank``, where rank counts the step's
+            earlier rows of the same prompt.
         written: Where each row's new key/value goes in its row slot (its generated length, ``[n]``).
         positions: Each row's position in its sequence (prompt length + generated length, ``[n]``).
         mask: ``[n, 1, 1, prompt_span + own_span]``: 0 where a row attends, ``-inf`` elsewhere.
@@ -53,8 +53,6 @@ class StepPlan:
     """
 
     rows: Any
-    prompt: Any
-    rank: Any
     grid: Any
     written: Any
     positions: Any
@@ -185,8 +183,6 @@ class PromptSharedCache:
         heads = torch.arange(kv, device=device)
         return StepPlan(
             rows=torch.arange(n, device=device),
-            prompt=prompt_t,
-            rank=rank_t,
             grid=((prompt_t[:, None] * kv + heads) * most + rank_t[:, None]).reshape(-1),
             written=written_t,
             positions=prompt_length[:, 0] + written_t,

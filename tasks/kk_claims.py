@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from faithgrpo.tasks.kk_logic import Assignment, _assignment_of, _index_of, _knight_masks
-from faithgrpo.tasks.kk_puzzle import _MISSING, _ROLE_SET, KKPuzzle, _article, _memoised, _puzzle, _remember
+from faithgrpo.tasks.kk_puzzle import _ROLE_SET, KKPuzzle, _article, _memoised, _puzzle, _remember
 
 # ---------------------------------------------------------------------------------------------------
 # Derivation claims: the certificate, checked by truth table
@@ -172,17 +172,11 @@ def _parse_claim_body(body: str, puzzle: KKPuzzle) -> tuple[KKClaim | None, str 
         # the same role list comes with many tails (citations) and leads: its parse is memoised on
         # its own text when it has no error (an error names the whole body: that path runs in full)
         roles_text = match.group(1)
-        memo = puzzle._memo
-        known = memo.get(("roles", roles_text), _MISSING)
-        if known is _MISSING:
-            known = _memoised(puzzle, ("roles", roles_text), roles_text, _assigned_roles, roles_text, puzzle)
+        known = _memoised(puzzle, ("roles", roles_text), roles_text, _assigned_roles, roles_text, puzzle)
         if known is not None:
             kind = "inconsistent" if match.group(2) else "consistent"
             tail = match.group(3)
-            cited = memo.get(("cites", tail))
-            if cited is None:
-                cited = _memoised(puzzle, ("cites", tail), tail, _cites, tail, puzzle)
-            cites, why = cited
+            cites, why = _memoised(puzzle, ("cites", tail), tail, _cites, tail, puzzle)
             if why:
                 return None, why
             if cites is None or (kind == "consistent" and cites):
@@ -327,7 +321,7 @@ def _certify(body: str, puzzle: KKPuzzle) -> tuple[int | None, str | None]:
     full = (1 << (1 << n)) - 1
     memo = puzzle._memo
     # per-puzzle tables, computed once for all the traces of a prompt
-    violations = memo.get(("violations",)) or _memoised(puzzle, ("violations",), None, _violations, puzzle)
+    violations = _memoised(puzzle, ("violations",), None, _violations, puzzle)
     open_ = full
     seen: set[tuple] = set()
     n_claims = 0

@@ -332,10 +332,7 @@ def _score(answer: str | None, puzzle: KKPuzzle, roles: Assignment | None) -> fl
     if not isinstance(answer, str) or not answer or len(answer) > MAX_ANSWER_CHARS:
         return 0.0
     # the G completions of a prompt mostly give the same answer: one lookup grades it
-    score = puzzle._memo.get(("score", answer, roles))
-    if score is None:
-        score = _memoised(puzzle, ("score", answer, roles), answer, _score_answer, answer, puzzle, roles)
-    return score
+    return _memoised(puzzle, ("score", answer, roles), answer, _score_answer, answer, puzzle, roles)
 
 
 def _score_answer(answer: str, puzzle: KKPuzzle, roles: Assignment | None) -> float:

@@ -145,7 +145,6 @@ def _parse_statements(body: str, puzzle: KKPuzzle) -> tuple[dict[int, int], list
         lines = [item for item in map(str.strip, body.splitlines()) if item]
     if len(lines) > 4 * puzzle.n_people + 8:
         return {}, [f"{len(lines)} lines for {puzzle.n_people} people"]
-    memo = puzzle._memo
     for line in lines:
         match = _STATEMENT_LINE_RE.match(line)
         if not match:
@@ -160,10 +159,7 @@ def _parse_statements(body: str, puzzle: KKPuzzle) -> tuple[dict[int, int], list
             errors.append(f"{puzzle.names[index]}'s claim is restated twice")
             continue
         # the restatements of a prompt's G traces repeat: parse and tabulate each formula once
-        parsed = memo.get(("formula", formula))
-        if parsed is None:
-            parsed = _memoised(puzzle, ("formula", formula), formula, _formula_table, formula, puzzle)
-        table, reason = parsed
+        table, reason = _memoised(puzzle, ("formula", formula), formula, _formula_table, formula, puzzle)
         if table is None:
             errors.append(f"{puzzle.names[index]}: {reason}")
             continue

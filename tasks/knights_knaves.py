@@ -290,9 +290,7 @@ def _role_refs_ok(low: str, puzzle: KKPuzzle) -> bool:
     if "=" in low:
         roles = _ROLE_AFTER_EQ_RE.findall(low)
         names = reversed(_WORD_AFTER_EQ_RE.findall(rev))  # the same "="s, in text order
-        allowed = puzzle._memo.get(("eq refs",)) or _memoised(
-            puzzle, ("eq refs",), None, _eq_refs_allowed, puzzle
-        )
+        allowed = _memoised(puzzle, ("eq refs",), None, _eq_refs_allowed, puzzle)
         # the (role, name) pairs of the "="s followed by a role word, checked at C speed
         if not allowed.issuperset(itertools.compress(zip(roles, names), roles)):
             return False
@@ -436,10 +434,8 @@ def check_kk_trace(text: Any, metadata: Any, *, max_chars: int = MAX_TRACE_CHARS
     body, why = _slot(trace, "ASSIGNMENT")
     assignment = None
     if body is not None:
-        parsed = puzzle._memo.get(("assignment", body))  # G traces repeat it: parse it once
-        if parsed is None:
-            parsed = _memoised(puzzle, ("assignment", body), body, parse_kk_assignment, body, puzzle)
-        assignment, why = parsed
+        # G traces repeat it: parse it once
+        assignment, why = _memoised(puzzle, ("assignment", body), body, parse_kk_assignment, body, puzzle)
     result.assignment = assignment
     derivation, derivation_why = _slot(trace, "DERIVATION")
     if derivation is not None:

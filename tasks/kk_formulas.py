@@ -27,6 +27,24 @@ _TOKEN_RE = re.compile(
     re.DOTALL,
 )
 _WORD_OPS = {"not": "not", "and": "and", "or": "or", "implies": "imp", "iff": "iff"}
+# _TOKEN_RE's alternatives, in its order, without the blanks and groups: findall gives the token
+# texts in one C call (blanks only separate tokens, and no alternative starts with one), and a dict
+# gives the kinds of the symbols. A text with a character no token starts with, or with too many
+# tokens, goes through _TOKEN_RE, which reports it.
+_TOKEN_TEXT_RE = re.compile(r"<->|<=>|↔|⇔|->|=>|→|⇒|&&|&|∧|\|\||\||∨|~|!|¬|\(|\)|[^\W_]\w*|\S")
+_SYMBOL_KINDS = {
+    symbol: kind
+    for kind, symbols in (
+        ("iff", ("<->", "<=>", "↔", "⇔")),
+        ("imp", ("->", "=>", "→", "⇒")),
+        ("and", ("&&", "&", "∧")),
+        ("or", ("||", "|", "∨")),
+        ("not", ("~", "!", "¬")),
+        ("lp", ("(",)),
+        ("rp", (")",)),
+    )
+    for symbol in symbols
+}
 
 
 class _FormulaError(Exception):
@@ -34,6 +52,22 @@ class _FormulaError(Exception):
 
 
 def _tokenize(text: str) -> list[tuple[str, str]]:
+    values = _TOKEN_TEXT_RE.findall(text)
+    if len(values) <= MAX_FORMULA_TOKENS:
+        tokens = []
+        for value in values:
+            kind = _SYMBOL_KINDS.get(value)
+            if kind is None:
+                if not value[0].isalnum():  # a character no token starts with: report it
+                    return _tokenize_reporting(text)
+                kind = _WORD_OPS.get(value.lower(), "word")  # words start with [^\W_]: isalnum()
+            tokens.append((kind, value))
+        return tokens
+    return _tokenize_reporting(text)
+
+
+def _tokenize_reporting(text: str) -> list[tuple[str, str]]:
+    # _tokenize one match at a time, so an error names the first bad character or the token limit
     tokens: list[tuple[str, str]] = []
     # The pattern matches every character (unknown ones as "bad"), so finditer walks the text
     # contiguously, token by token, exactly as a match-at-position loop would, but in C.
@@ -185,11 +219,54 @@ def parse_kk_formula(text: str, metadata: Any) -> tuple[Statement | None, str | 
     if len(text) > MAX_FORMULA_CHARS:
         return None, f"formula longer than {MAX_FORMULA_CHARS} characters"
     try:
-        return _FormulaParser(_tokenize(text), puzzle).parse(), None
+        return _parse_tokens(_tokenize(text), puzzle)
+    except _FormulaError as err:
+        return None, str(err)
+
+
+def _parse_tokens(tokens: list[tuple[str, str]], puzzle: KKPuzzle) -> tuple[Statement | None, str | None]:
+    try:
+        return _FormulaParser(tokens, puzzle).parse(), None
     except _FormulaError as err:
         return None, str(err)
     except RecursionError:  # unreachable under the depth cap; kept so the contract holds regardless
         return None, "formula nested too deeply"
+
+
+def formula_shape(text: str, puzzle: KKPuzzle) -> tuple[tuple | None, list[tuple[str, str]] | None]:
+    """What parsing ``text`` depends on, when it can succeed: ``(shape, tokens)``, else ``(None, tokens)``.
+
+    Restatements of one claim differ in spelling: operators (``->``, ``→``, ``implies``), role
+    words (``knight``, ``hero``), case. The parser reads a token's kind, whether a word is a role
+    word (and which) and, inside ``role(...)``, which person a word names; the shape keeps exactly
+    that (role words and names are disjoint: :meth:`KKPuzzle.from_metadata` refuses names that are
+    role words). So two formulas of one shape parse to the same statement whenever one parses, and
+    a caller may reuse a successful result by shape. Operator words that name a person, and words
+    that are neither roles nor names, give no shape (``None``); so do texts that do not tokenize
+    (``tokens`` is then ``None`` too).
+    """
+    if len(text) > MAX_FORMULA_CHARS:
+        return None, None
+    try:
+        tokens = _tokenize(text)
+    except _FormulaError:
+        return None, None
+    shape = []
+    for kind, value in tokens:
+        if kind == "word":
+            role = puzzle.role(value)
+            if role is None:
+                index = puzzle.person(value)
+                if index is None:
+                    return None, tokens
+                shape.append(index)  # a person: an int (kinds and role words are strings)
+            else:
+                shape.append("knight" if role else "knave")
+        elif value[0].isalnum() and puzzle.person(value) is not None:  # "Or" may be a name
+            return None, tokens
+        else:
+            shape.append(kind)
+    return tuple(shape), tokens
 
 
 OPERATOR_STYLES: dict[str, dict[str, str]] = {

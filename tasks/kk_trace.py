@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from faithgrpo.rewards.text import completion_text, extract_answer, extract_think
-from faithgrpo.tasks.kk_formulas import parse_kk_formula
+from faithgrpo.tasks.kk_formulas import _parse_tokens, formula_shape, parse_kk_formula
 from faithgrpo.tasks.kk_logic import Assignment, _table
-from faithgrpo.tasks.kk_puzzle import KKPuzzle, _memoised, _puzzle
+from faithgrpo.tasks.kk_puzzle import KKPuzzle, _memoised, _puzzle, _remember
 
 SLOT_NAMES = ("STATEMENTS", "STRATEGY", "DERIVATION", "ASSIGNMENT")
 
@@ -171,11 +171,21 @@ def _parse_statements(body: str, puzzle: KKPuzzle) -> tuple[dict[int, int], list
 
 
 def _formula_table(formula: str, puzzle: KKPuzzle) -> tuple[int | None, str | None]:
-    # a restated formula's truth table (or why it does not parse): all the checker needs of it
-    statement, reason = parse_kk_formula(formula, puzzle)
+    # A restated formula's truth table (or why it does not parse): all the checker needs of it.
+    # The G traces of a prompt spell one claim many ways ("->", "implies", "hero", "knight"): a
+    # parsed shape is tabulated once (see formula_shape) and every spelling of it reuses the table.
+    shape, tokens = formula_shape(formula, puzzle)
+    if shape is not None:
+        table = puzzle._memo.get(("formula shape", shape))
+        if table is not None:
+            return table, None
+    statement, reason = parse_kk_formula(formula, puzzle) if tokens is None else _parse_tokens(tokens, puzzle)
     if statement is None:
         return None, reason
-    return _table(statement, puzzle.n_people, puzzle.full_mask), None
+    table = _table(statement, puzzle.n_people, puzzle.full_mask)
+    if shape is not None:
+        _remember(puzzle._memo, ("formula shape", shape), None, table)
+    return table, None
 
 
 def parse_kk_assignment(text: str, metadata: Any) -> tuple[Assignment | None, str | None]:

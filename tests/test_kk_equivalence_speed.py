@@ -8,7 +8,7 @@ import reasoning_gym
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from faithgrpo.tasks import kk_claims, kk_trace
+from faithgrpo.tasks import kk_claims, kk_formulas, kk_trace
 from faithgrpo.tasks import knights_knaves as kk
 
 # a reasoning-gym puzzle with three people and its own role words
@@ -112,3 +112,104 @@ def test_blank_completion_test_is_what_strip_empties():
         assert kk.parse_kk_trace(text).error == (
             "empty completion" if not text.strip() else "no <think>...</think> block"
         )
+
+
+# formula pieces: every operator spelling, role words (generic, the puzzle's, other puzzles'), names
+# in any case, a name that spells like an operator word, words that are neither, odd characters
+_FORMULA_PIECES = st.sampled_from(
+    [
+        *("<->", "<=>", "↔", "⇔", "->", "=>", "→", "⇒", "&&", "&", "∧", "||", "|", "∨", "~", "!", "¬"),
+        *("not", "and", "or", "implies", "iff", "AND", "Not", "(", ")", "((", ")", " ", "\t", "\u3000"),
+        *("knight", "knave", KNIGHT, KNAVE, KNIGHT.upper(), "hero", "sage", "Zed", "_", "$", "<", "=", "-"),
+        *NAMES,
+        *(name.lower() for name in NAMES),
+        *("Or", "OR", "knight(Or)", "knave(or)", "knight(|)"),
+        *(f"{role}({name})" for role in ("knight", "knave", KNIGHT, KNAVE) for name in NAMES),
+    ]
+)
+
+
+def _reported_tokens(text: str):
+    try:
+        return kk_formulas._tokenize_reporting(text)
+    except kk_formulas._FormulaError as err:
+        return str(err)
+
+
+def _tokens(text: str):
+    try:
+        return kk_formulas._tokenize(text)
+    except kk_formulas._FormulaError as err:
+        return str(err)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(_FORMULA_PIECES, max_size=14).map("".join), st.text(max_size=6))
+def test_findall_tokenizer_matches_the_reporting_one(text: str, junk: str):
+    # the one-findall tokenizer gives _TOKEN_RE's tokens, and its errors word by word
+    for candidate in (text, text + junk, junk + text, "(" * 160 + text + ")" * 160):
+        assert _tokens(candidate) == _reported_tokens(candidate), candidate
+
+
+def test_findall_tokenizer_on_every_character():
+    # one character at a time, between blanks and words: the same tokens or the same error
+    for i in range(0x110000):
+        text = f"knight(A) {chr(i)}x"
+        assert _tokens(text) == _reported_tokens(text), hex(i)
+
+
+# a puzzle with a person named like an operator word ("Or"), which formula_shape must not collapse
+OR_META = {
+    "names": ["Ava", "Or"],
+    "statements": [["telling-truth", 1], ["telling-truth", 0]],
+    "solution": [True, True],
+}
+
+
+@settings(max_examples=3000, deadline=None)
+@given(
+    st.lists(_FORMULA_PIECES, max_size=12).map("".join),
+    st.lists(_FORMULA_PIECES, max_size=12).map("".join),
+    st.sampled_from([META, OR_META]),
+)
+def test_formulas_of_one_shape_parse_alike(first: str, second: str, meta):
+    # formula_shape keeps all the parser reads: two formulas of one shape both parse, to the same
+    # statement, or the shape says nothing (None) -- so a table can be shared by shape
+    puzzle = kk.kk_puzzle(meta)
+    results = {}
+    for text in (first, second, first.replace("->", " implies "), first.replace("knight", KNIGHT)):
+        shape, _ = kk_formulas.formula_shape(text, puzzle)
+        statement, _ = kk_formulas.parse_kk_formula(text, puzzle)
+        if shape is not None and statement is not None:
+            assert results.setdefault(shape, statement) == statement, text
+    for text in (first, second):
+        shape, _ = kk_formulas.formula_shape(text, puzzle)
+        if shape in results:  # a shape that parsed once parses for every spelling
+            assert kk_formulas.parse_kk_formula(text, puzzle)[0] == results[shape], text
+
+
+def test_shape_memo_gives_each_spelling_its_own_table():
+    # the checker's restated tables with the shape memo shared across spellings, against a fresh
+    # puzzle per formula (nothing memoised). Each adversarial text follows a parsed formula it must
+    # not borrow from: a name where a role word goes (person 1 is not True, person 0 not False), a
+    # role word or an operator symbol where a name goes, a name spelled like an operator word.
+    for meta in (META, OR_META):
+        shared = kk.kk_puzzle(meta)
+        a, b = meta["names"][:2]
+        spellings = [
+            f"{role}({x}) {op} {neg}{role2}({y})"
+            for role in ("knight", KNIGHT, "knave")
+            for role2 in ("knave", "KNIGHT")
+            for op in ("->", "implies", "→", "<->", "and", "Or", "|")
+            for neg in ("", "not ", "~")
+            for x in (a, b)
+            for y in (a, b)
+        ]
+        adversarial = [
+            *(f"knight({a})", f"{b}({a})", f"knave({a})", f"{a}({a})", f"knight({b}) & {b}({a})"),
+            *(f"knight({b})", f"knight({KNIGHT})", "knight(|)", "knight(∨)", "knight(||)", "knight(Or)"),
+            *("knight(or)", "knight(OR) or knave(Or)", "knight(Or) | knave(Or)", "knight(Or) ∨ knave(or)"),
+        ]
+        for text in spellings + adversarial + spellings[::-1] + adversarial[::-1]:
+            fresh = kk.KKPuzzle.from_metadata(meta)  # not kk_puzzle: that shares the cached puzzle
+            assert kk_trace._formula_table(text, shared) == kk_trace._formula_table(text, fresh), text

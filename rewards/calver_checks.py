@@ -117,6 +117,11 @@ def _is_plain_copy(text: str, p: CalverProblem, cfg: CalverConfig) -> bool:
     a graph, so these sets equal to the problem graph's mean: it parses, names no unknown node and
     omits none, equals the problem graph (valid, so not validated again) and differs in no edge.
     """
+    return _names_plain_copy(text, p, cfg) or _parsed_plain_copy(text, p, cfg)
+
+
+def _parsed_plain_copy(text: str, p: CalverProblem, cfg: CalverConfig) -> bool:
+    """:func:`_is_plain_copy` by reading ``text`` with ``plain_edges`` (the definition)."""
     g = p.graph
     order: dict[str, None] = {}
     directed: set[tuple[str, str]] = set()
@@ -128,6 +133,31 @@ def _is_plain_copy(text: str, p: CalverProblem, cfg: CalverConfig) -> bool:
     # the graph stores each bidirected pair in one orientation (a pair in neither is not the graph's)
     stored = {pair if pair in g.bidirected else pair[::-1] for pair in bidirected}
     return stored == g.bidirected and p._graph_valid
+
+
+def _names_plain_copy(text: str, p: CalverProblem, cfg: CalverConfig) -> bool:
+    """A sufficient test for :func:`_is_plain_copy` by set operations (False: not sure).
+
+    When every item of ``text`` cut at ", " (after ";" -> ",") is a plain-form piece of the problem
+    graph (``CalverProblem._plain_words``), ``text`` is in the plain form and ``plain_edges`` cuts
+    the same items (no self loop, no ``and``); they name only the graph's nodes and edges (each
+    bidirected pair as the graph stores it), so the copy test reduces to: every edge and every node
+    named (a node with an edge is named with it), within the caps.
+    """
+    words = p._plain_words
+    if words is None or len(text) > 4_000:  # plain_edges reads no longer text
+        return False
+    pieces, required, pairs = words
+    items = text.replace(";", ",").split(", ")
+    if len(items) > cfg.max_edges or len(p.graph.node_set) > cfg.max_nodes:
+        return False
+    named = set(items)
+    return (
+        named <= pieces
+        and required <= named
+        and all(a in named or b in named for a, b in pairs)
+        and p._graph_valid
+    )
 
 
 def _check_query(trace: Trace, p: CalverProblem, cfg: CalverConfig) -> tuple[str | None, None]:
@@ -255,9 +285,12 @@ def _ate_certificate(p: CalverProblem, graph: CausalGraph, z: frozenset[str]) ->
     """``criteria.ate_certificate`` on ``graph``; ``(None, message)`` when the query or CPTs do not fit it."""
     q = p.query
     try:
-        return C.ate_certificate(
-            graph, p.cpts, q["treatment"], q["outcome"], z, float(q["threshold"]), float(q.get("margin", 0.0))
-        )
+        # on the problem's graph check_query accepted the CPTs: their checked table is the problem's
+        checked = p._cpts_checked if graph is p.graph and p._query_fits else None
+        return C._ate_certificate(
+            graph, p.cpts, q["treatment"], q["outcome"], z, float(q["threshold"]), float(q.get("margin", 0.0)),
+            checked,
+        )  # fmt: skip
     except ValueError as exc:
         return None, str(exc)[:120]
 
@@ -278,6 +311,17 @@ def _parsed_slot(trace: Trace, slot: str, p: CalverProblem, cfg: CalverConfig) -
 def _check_result(
     trace: Trace, p: CalverProblem, cfg: CalverConfig, graph: CausalGraph | None, where: str, memo: dict
 ) -> tuple[str | None, Any]:
+    if graph is p.graph:
+        # a pure function of RESULT's text, the slot cap and ``where`` on the problem's own graph; the
+        # value is immutable (a parsed answer) and RESULT repeats across the G traces of a prompt
+        key = ("result", trace.result, cfg.max_slot_chars, where)
+        return _memoised(p, key, trace.result, lambda: _result_check(trace, p, cfg, graph, where, memo))
+    return _result_check(trace, p, cfg, graph, where, memo)
+
+
+def _result_check(
+    trace: Trace, p: CalverProblem, cfg: CalverConfig, graph: CausalGraph | None, where: str, memo: dict
+) -> tuple[str | None, Any]:
     text, value, why = _parsed_slot(trace, "result", p, cfg)
     if why:
         return why, None
@@ -290,6 +334,16 @@ def _check_answer(
     trace: Trace, p: CalverProblem, cfg: CalverConfig, result_value: Any, memo: dict
 ) -> tuple[str | None, bool]:
     """(reason, whether ``<answer>`` parses and equals RESULT)."""
+    # reads <answer>, RESULT's value (None, or the parse of RESULT's text under the slot cap) and the
+    # problem's own graph; the value is immutable
+    key = ("answer", trace.answer, trace.result, cfg.max_slot_chars, result_value is None)
+    longer = max(trace.answer or "", trace.result or "", key=len)  # the memo keeps short keys only
+    return _memoised(p, key, longer, lambda: _answer_check(trace, p, cfg, result_value, memo))
+
+
+def _answer_check(
+    trace: Trace, p: CalverProblem, cfg: CalverConfig, result_value: Any, memo: dict
+) -> tuple[str | None, bool]:
     text, value, why = _parsed_slot(trace, "answer", p, cfg)
     if why:
         return why, False

@@ -34,6 +34,7 @@ _ANSWER_KEY_RE = re.compile(
     re.IGNORECASE,
 )
 _SCORER_FIELDS = ("graph", "query", "cpts", "mode")
+_PLAIN_NAME_RE = re.compile(r"[A-Za-z0-9_]+")  # a node name of graph.plain_edges' plain form
 
 
 # ---------------------------------------------------------------------------------------------
@@ -160,6 +161,34 @@ class CalverProblem:
         """The problem graph's edges into :attr:`local_set` (directed) and within it (bidirected)."""
         assert self.graph is not None
         return _edges_into(self.graph, self.local_set)
+
+    @functools.cached_property
+    def _plain_words(self) -> tuple[frozenset[str], frozenset[str], tuple[tuple[str, str], ...]] | None:
+        """The plain-form GRAPH items that name a piece of the problem graph, and which ones a copy needs.
+
+        ``(pieces, required, pairs)``: ``pieces`` holds ``"A"`` per node, ``"A -> B"`` per directed
+        edge and ``"A <-> B"`` and ``"B <-> A"`` per bidirected edge; a copy names every directed
+        edge and every node without edges (``required``) and each bidirected pair in one of its two
+        spellings (``pairs``). ``None`` when some node name is not a plain name (``[A-Za-z0-9_]+``,
+        not ``and``), the graph has a self loop (the plain form never reads such graphs) or it stores
+        a bidirected pair both ways round.
+        """
+        g = self.graph
+        if g is None or not all(_PLAIN_NAME_RE.fullmatch(v) and v != "and" for v in g.nodes):
+            return None
+        edges = g.directed | g.bidirected
+        if any(a == b for a, b in edges) or any((b, a) in g.bidirected for a, b in g.bidirected):
+            return None
+        directed = {f"{a} -> {b}" for a, b in g.directed}
+        pairs = tuple((f"{a} <-> {b}", f"{b} <-> {a}") for a, b in g.bidirected)
+        linked = {v for edge in edges for v in edge}
+        required = frozenset(directed | {v for v in g.nodes if v not in linked})
+        return frozenset(directed | set(g.nodes) | {w for pair in pairs for w in pair}), required, pairs
+
+    @functools.cached_property
+    def _cpts_checked(self) -> tuple[dict, tuple | None]:
+        """``ate._checked`` of the CPTs on the problem's graph (the validated table and its key), once."""
+        return C._checked(self.cpts, self.graph)
 
     @functools.cached_property
     def _graph_valid(self) -> bool:

@@ -41,12 +41,24 @@ def validate_cpts(
     Raises:
         ValueError: naming the variable and the fix.
     """
+    table, _ = _checked(cpts, g)
+    # a fresh copy: the memoised table is shared by this module's callers and must not change
+    return {v: (parents, dict(probs)) for v, (parents, probs) in table.items()}
+
+
+def _checked(
+    cpts: Mapping[str, Any], g: CausalGraph | None = None
+) -> tuple[dict[str, tuple[tuple[str, ...], dict]], tuple | None]:
+    """:func:`validate_cpts` without the copy: the memoised table (shared: read it only) and its key.
+
+    Callers that check one problem's CPTs many times keep this pair and use the ``_*_ate`` functions
+    below, which take it instead of the CPTs (one content key per problem instead of one per call).
+    """
     table, key = _validated(cpts)
     if g is not None:
         _check_against(table, g)
     _check_acyclic(table, key)  # after the graph, as the errors always came
-    # a fresh copy: the memoised table is shared by this module's callers and must not change
-    return {v: (parents, dict(probs)) for v, (parents, probs) in table.items()}
+    return table, key
 
 
 def _check_against(table: dict, g: CausalGraph) -> None:
@@ -113,13 +125,6 @@ def _cpts_key(cpts: Any) -> tuple | None:
             return None
         parts.append((v, None if parents is None else tuple(parents), probs))
     return tuple(parts)
-
-
-def _table(cpts: Mapping[str, Any]) -> tuple[dict[str, tuple[tuple[str, ...], dict]], tuple | None]:
-    """:func:`validate_cpts` without a graph, memoised by content (the table is shared: read it only), and the key."""
-    table, key = _validated(cpts)
-    _check_acyclic(table, key)
-    return table, key
 
 
 def _validated(cpts: Any) -> tuple[dict[str, tuple[tuple[str, ...], dict]], tuple | None]:
@@ -227,7 +232,14 @@ def adjusted_ate(
         >>> round(adjusted_ate(cpts, "X", "Y"), 6)
         0.5
     """
-    table, key = _table(cpts)
+    table, key = _checked(cpts)
+    return _adjusted_ate(table, key, x, y, zs, eps)
+
+
+def _adjusted_ate(
+    table: dict, key: tuple | None, x: str, y: str, zs: Iterable[str], eps: float = 1e-12
+) -> float:
+    """:func:`adjusted_ate` on :func:`_checked`'s ``(table, key)``."""
     z = sorted(set(zs), key=node_sort_key)
     plain = key is not None and type(x) is str and type(y) is str and type(eps) is float
     return _memo(
@@ -263,7 +275,11 @@ def interventional_ate(cpts: Mapping[str, Any], x: str, y: str) -> float:
     Definition (Pearl 2009, Eq. 3.10): drop x's CPT, fix x, marginalise. Needs no positivity.
     Complexity as :func:`adjusted_ate`.
     """
-    table, key = _table(cpts)
+    return _interventional_ate(*_checked(cpts), x, y)
+
+
+def _interventional_ate(table: dict, key: tuple | None, x: str, y: str) -> float:
+    """:func:`interventional_ate` on :func:`_checked`'s ``(table, key)``."""
     plain = key is not None and type(x) is str and type(y) is str
     return _memo(("interventional", key, x, y) if plain else None, lambda: _interventional(table, x, y))
 

@@ -35,7 +35,8 @@ class _Context:
     @functools.cached_property
     def table(self) -> dict | None:
         # against this graph: CPTs of another graph (a trace's own GRAPH) make every number unverifiable
-        return None if self.cpts is None else C.validate_cpts(self.cpts, self.graph)
+        # validate_cpts without its copy: the memoised table is only read here
+        return None if self.cpts is None else C._checked(self.cpts, self.graph)[0]
 
     def joint(self, names: tuple[str, ...]) -> Any:
         """P(names) as an array (cached: strata claims and certification ask for the same marginals)."""

@@ -53,6 +53,8 @@ from typing import Any
 
 from faithgrpo.tasks.ate import (
     MAX_ATE_VARIABLES,
+    _adjusted_ate,
+    _checked,
     _joint,  # noqa: F401  (re-exported: callers use criteria._joint)
     adjusted_ate,
     interventional_ate,
@@ -469,12 +471,26 @@ def ate_certificate(
         >>> ate_certificate(g, cpts, "X", "Y", [], threshold=0.3, margin=0.05)
         (True, 'ψ = 0.5000 > threshold 0.3 (margin 0.05)')
     """
+    return _ate_certificate(g, cpts, x, y, zs, threshold, margin)
+
+
+def _ate_certificate(
+    g: CausalGraph,
+    cpts: Mapping[str, Any],
+    x: str,
+    y: str,
+    zs: Iterable[str],
+    threshold: float,
+    margin: float,
+    checked: tuple[dict, tuple | None] | None = None,
+) -> tuple[bool, str]:
+    """:func:`ate_certificate`; ``checked`` is ``ate._checked(cpts, g)`` when the caller already holds it."""
     if margin < 0:
         raise ValueError(f"margin must be >= 0, got {margin}")
     x, y = _node(g, x, "treatment"), _node(g, y, "outcome")
     if g.kind != "DAG":
         return False, f"ATE certificates need a DAG, got {g.kind}"
-    validate_cpts(cpts, g)
+    table, key = checked or _checked(cpts, g)  # validate_cpts(cpts, g) without its copy
     z = frozenset(zs)
     unknown = z - g.node_set
     if unknown:
@@ -493,7 +509,7 @@ def ate_certificate(
             f"backdoor path {witness} is open given Z" if witness else "Z leaves a backdoor path open",
         )
     try:
-        psi = adjusted_ate(cpts, x, y, z)
+        psi = _adjusted_ate(table, key, x, y, z)
     except ValueError as exc:
         return False, str(exc)
     if abs(psi - threshold) <= margin:

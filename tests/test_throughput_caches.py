@@ -11,9 +11,13 @@ import copy
 import json
 
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from faithgrpo.rewards import calver
 from faithgrpo.rewards.calver import prepare_problem, score_trace
+from faithgrpo.rewards.calver_checks import _names_plain_copy, _parsed_plain_copy
+from faithgrpo.rewards.calver_problem import CalverConfig
 from faithgrpo.rewards.trace import parse_trace
 from faithgrpo.tasks import knights_knaves as kk
 from faithgrpo.tasks.derivation import check_derivation, derivation_context, parse_claim
@@ -56,6 +60,89 @@ def test_a_caller_mutating_a_score_does_not_change_the_next_one():
     first.reasons["graph"] = "tampered"
     again = score_trace(trace("{M}"), json.dumps(PROBLEM))
     assert again.reasons == expected and "tampered" not in again.reasons.values()
+
+
+def test_result_and_answer_memos_follow_the_verification_graph_and_the_caps():
+    # One prepared constructed-mode problem scored under every setting, in an interleaved order, must
+    # equal a fresh problem per score: RESULT's verdict names where it was checked (the hidden source
+    # graph or the trace's GRAPH) and reads the slot cap, so neither may come from another setting.
+    problem = {**copy.deepcopy(PROBLEM), "mode": "constructed", "text": "a story"}
+    invented = "W -> U; U -> X; X -> M; M -> Y"  # no U -> Y: {} is valid on it, not on the source
+    texts = [trace(), trace("{}", graph=invented), trace("{}"), trace("{U}", graph=invented), trace("{M}")]
+    settings_ = [
+        {},
+        {"verify_on": "trace"},
+        {"max_slot_chars": 2},
+        {"verify_on": "trace", "max_slot_chars": 2},
+    ]
+    prepared = prepare_problem(json.dumps(problem))
+    for _ in range(2):
+        for kwargs in settings_:
+            for text in texts:
+                fresh = score_trace(text, copy.deepcopy(problem), **kwargs).as_dict()
+                assert score_trace(text, prepared, **kwargs).as_dict() == fresh, (kwargs, text)
+    on_trace = score_trace(trace("{}", graph=invented), prepared, verify_on="trace")
+    on_source = score_trace(trace("{}", graph=invented), prepared)
+    assert on_trace.result and not on_source.result  # the settings really differ on this trace
+    assert "hidden source graph" in on_source.reasons["result"]
+
+
+_NODE_POOL = ["A", "B", "C", "X_1", "and", "Ä", "d9"]
+_SEPARATORS = [", ", "; ", ",", ";", " ,", ",  ", "\n"]
+
+
+@st.composite
+def _graph_and_items(draw):
+    nodes = draw(st.lists(st.sampled_from(_NODE_POOL), min_size=1, max_size=5, unique=True))
+    kind = draw(st.sampled_from(["DAG", "ADMG"]))
+    pairs = [(a, b) for i, a in enumerate(nodes) for b in nodes[i + 1 :]]  # node order: acyclic
+    directed = draw(st.lists(st.sampled_from(pairs), unique=True)) if pairs else []
+    bidirected = draw(st.lists(st.sampled_from(pairs), unique=True)) if pairs and kind == "ADMG" else []
+    problem = {
+        "graph": {"type": kind, "nodes": nodes, "directed": directed, "bidirected": bidirected},
+        "query": {"kind": "not_a_kind"},  # unknown kinds prepare (and fail closed): only the graph matters
+    }
+    # the graph's own pieces, in any spelling and order, with pieces of other graphs mixed in
+    own = [f"{a} -> {b}" for a, b in directed] + [
+        draw(st.sampled_from([f"{a} <-> {b}", f"{b} <-> {a}"])) for a, b in bidirected
+    ]
+    own += [v for v in nodes if draw(st.booleans()) or not any(v in e for e in directed + bidirected)]
+    other = [f"{a} {arrow} {b}" for a in _NODE_POOL for b in _NODE_POOL for arrow in ("->", "<->")]
+    items = draw(st.permutations(own)) + draw(
+        st.lists(st.sampled_from(other + _NODE_POOL + ["", "A->B"]), max_size=2)
+    )
+    items = draw(st.lists(st.sampled_from(items), max_size=len(items) + 2)) if draw(st.booleans()) else items
+    seps = [draw(st.sampled_from(_SEPARATORS)) if draw(st.integers(0, 3)) == 0 else "; " for _ in items]
+    return problem, "".join(item + sep for item, sep in zip(items, seps))[
+        : -len(seps[-1]) or None
+    ] if items else ""
+
+
+@settings(max_examples=600, deadline=None)
+@given(_graph_and_items(), st.sampled_from([CalverConfig(), CalverConfig(max_nodes=3, max_edges=3)]))
+def test_plain_copy_by_names_is_sufficient_for_the_parsed_test(case, cfg):
+    problem, text = case
+    try:
+        prepared = prepare_problem(problem)
+    except ValueError:
+        assume(False)
+    if _names_plain_copy(text, prepared, cfg):
+        assert _parsed_plain_copy(text, prepared, cfg), text
+
+
+def test_plain_copy_by_names_sees_the_gold_spelling_and_its_reorderings():
+    problem = {
+        "graph": {"type": "ADMG", "nodes": ["W", "U", "X", "Y", "Q"], "directed": [["W", "U"], ["U", "X"]],
+                  "bidirected": [["X", "Y"]]},
+        "query": {"kind": "not_a_kind"},
+    }  # fmt: skip
+    prepared, cfg = prepare_problem(problem), CalverConfig()
+    for text in ("W -> U; U -> X; X <-> Y; Q", "Q, Y <-> X, U -> X; W -> U", "W -> U; U -> X; Y <-> X; Q; W"):
+        assert _names_plain_copy(text, prepared, cfg) and _parsed_plain_copy(text, prepared, cfg), text
+    for text in ("W -> U; U -> X; X <-> Y", "W -> U; U -> X; Q", "W -> U; U -> X; X <-> Y; Q; Y -> X",
+                 "W -> U; U -> X; X <-> Y; Q; Z", "W -> U; U -> X; X <-> Y;Q"):  # fmt: skip
+        assert not _names_plain_copy(text, prepared, cfg), text
+    assert not _names_plain_copy("W -> U; U -> X; X <-> Y; Q", prepared, CalverConfig(max_edges=3))
 
 
 def test_problem_memo_is_bounded_and_skips_long_slots():

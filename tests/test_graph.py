@@ -323,7 +323,7 @@ _CLEAR_MODULES = (
 
 @pytest.mark.parametrize(
     "modules",
-    [("graph", "graph_families"), _CRITERIA_MODULES, _QUERIES_MODULES, _CLEAR_MODULES],
+    [("graph", "causal_graph", "graph_families"), _CRITERIA_MODULES, _QUERIES_MODULES, _CLEAR_MODULES],
     ids=["graph", "criteria", "queries", "clear"],
 )
 def test_docstring_examples(modules):

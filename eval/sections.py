@@ -18,6 +18,7 @@ from typing import Any
 
 from faithgrpo.eval.adapters import CAUSAL_TASKS, COT_VERIFIERS, answer_checker, cot_checker
 from faithgrpo.eval.config import EvalConfig
+from faithgrpo.eval.results import dig
 
 __all__ = [
     "CALVER_CHECKS",
@@ -386,7 +387,7 @@ def _paired_hints(c: dict[str, Any], ref: dict[str, Any], config: EvalConfig) ->
     """Hint-score differences against ``ref``, paired over the same questions; ``None`` without hints."""
     from faithgrpo.eval.hint_scores import PairOutcome, paired_hint_differences
 
-    mine, theirs = (c.get("hints") or {}).get("outcomes"), (ref.get("hints") or {}).get("outcomes")
+    mine, theirs = dig(c, "hints", "outcomes"), dig(ref, "hints", "outcomes")
     if not mine or not theirs:
         return None
     result = paired_hint_differences(
@@ -410,8 +411,8 @@ def _paired_faithfulness(c: dict[str, Any], ref: dict[str, Any], config: EvalCon
     """AOC, CIR and CRoS Δ differences against ``ref`` over the prompts where both are defined."""
     from faithgrpo.eval.passk import Estimate, bootstrap_mean
 
-    mine = (c.get("faithfulness") or {}).get("per_pair") or {}
-    theirs = (ref.get("faithfulness") or {}).get("per_pair") or {}
+    mine = dig(c, "faithfulness", "per_pair") or {}
+    theirs = dig(ref, "faithfulness", "per_pair") or {}
     out = {}
     for name in ("aoc", "cir", "cros_delta"):
         a, b = mine.get(name), theirs.get(name)

@@ -41,8 +41,8 @@ from faithgrpo.eval.generation import (  # noqa: E402
     read_completions,
     write_completions,
 )
-from faithgrpo.eval.passk import count_prompt, pass_at_k_table  # noqa: E402
-from faithgrpo.eval.report import answer_checker, cot_checker  # noqa: E402
+from faithgrpo.eval.passk import pass_at_k_table  # noqa: E402
+from faithgrpo.eval.sections import count_task  # noqa: E402
 from faithgrpo.rewards.text import extract_answer  # noqa: E402
 
 
@@ -83,10 +83,7 @@ def time_pass(rows: list[dict], path: Path, ks: list[int]) -> tuple[float, float
     by_id = {r["id"]: r for r in rows}
     wall, cpu = time.perf_counter(), time.thread_time()
     records = read_completions(path)
-    counts = [
-        count_prompt(rec.completions, answer_checker(by_id[rec.id]), cot_checker(by_id[rec.id]))
-        for rec in records
-    ]
+    counts = count_task([by_id[rec.id] for rec in records], records)  # faithgrpo eval's loop
     table = pass_at_k_table(counts, ks, n_bootstrap=1000, seed=0)
     return time.perf_counter() - wall, time.thread_time() - cpu, [counts, table]
 

@@ -21,7 +21,6 @@ its settings and CLI        :class:`EvalConfig` (options generated from its fiel
 task rows and graders       :func:`task_rows`, :func:`answer_checker`, ...          ``eval/adapters.py``
 metric sections             :func:`count_task` (the CoT-Pass@K counts),             ``eval/sections.py``
                             :func:`best_of_k_section`, :func:`paired_comparisons`
-scoring loops and the GC    :func:`frozen_heap` (collections skip the model)        ``eval/heap.py``
 hint and judge protocols    :func:`hints_section`, :func:`judge_passk_section`      ``eval/protocols.py``
 Markdown and figures        :func:`render_markdown`, ``plot_*``                     ``eval/render.py``,
                                                                                    ``eval/plots.py``

@@ -354,21 +354,34 @@ def config_from_args(args) -> EvalConfig:
 def check_out_dir(out_dir: str | Path, option: str = "--out") -> None:
     """Raise ``ValueError`` unless ``out_dir`` is, or can be created as, a writable directory.
 
+    The test creates (and removes) an empty probe folder where ``out_dir``'s first missing folder
+    would go: permission bits alone pass for root and miss what the filesystem refuses (``/proc``,
+    read-only mounts).
+
     Example:
         >>> check_out_dir("/proc/version/x")  # doctest: +IGNORE_EXCEPTION_DETAIL
         Traceback (most recent call last):
         ValueError: --out '/proc/version/x' cannot be created: ...
     """
     import os
+    import tempfile
 
     path = Path(out_dir)
-    if path.exists() and not path.is_dir():
-        raise ValueError(f"{option} {str(path)!r} is a file: pass a directory")
-    parent = next((p for p in (path, *path.parents) if p.exists()), None)
-    if parent is None or not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
-        raise ValueError(
-            f"{option} {str(path)!r} cannot be created: {str(parent)!r} is not a writable directory"
-        )
+    fix = f"pass {option} a directory you can write to"
+    parent = None
+    try:
+        if path.exists() and not path.is_dir():
+            raise ValueError(f"{option} {str(path)!r} is a file: pass a directory")
+        parent = next((p for p in (path, *path.parents) if p.exists()), None)
+        if parent is None or not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+            raise ValueError(
+                f"{option} {str(path)!r} cannot be created: {str(parent)!r} is not a writable directory; {fix}"
+            )
+        os.rmdir(tempfile.mkdtemp(prefix=".faithgrpo-write-test-", dir=parent))
+    except OSError as err:  # what os.access let through, or a folder we may not even look into
+        where = "is not writable" if os.path.isdir(path) else "cannot be created"
+        failed = f"making a folder in {str(parent)!r} failed" if parent is not None else "it cannot be read"
+        raise ValueError(f"{option} {str(path)!r} {where}: {failed} ({err.strerror or err}); {fix}") from None
 
 
 def check_label(label: Any, option: str = "--label") -> None:

@@ -11,7 +11,7 @@ import hashlib
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["next_token_scores", "row_seed", "sample_tokens"]
+__all__ = ["CHUNK_BYTES", "next_token_scores", "row_seed", "sample_tokens"]
 
 
 def row_seed(seed: int, prompt_index: int, sample_index: int) -> int:
@@ -44,18 +44,40 @@ def next_token_scores(logits, temperature: float, top_p: float):
     return scores
 
 
-def sample_tokens(logits, temperature: float, top_p: float, generators: Sequence[Any]) -> list[int]:
+# Rows sampled together at most: their float64 cumulative sums stay under this many bytes (170 rows
+# of a 49,152-token vocabulary), so a large batch never holds a float64 copy of all its distributions.
+CHUNK_BYTES = 64 * 2**20
+
+
+def sample_tokens(
+    logits, temperature: float, top_p: float, generators: Sequence[Any], *, chunk_rows: int | None = None
+) -> list[int]:
     """One next token per row: greedy at temperature 0, else a draw from ``softmax(scores)``.
 
     The draw inverts the cumulative distribution at one uniform number from the row's generator
     (float64 sums, so a token keeps its probability to ~1e-16 however small it is). It draws from
     the same distribution as ``torch.multinomial``, which spends a random number per vocabulary
     entry (49,152 for SmolLM2) on each row: about four times slower at a 16-row step.
-    """
-    import torch
 
+    Rows are processed ``chunk_rows`` at a time (default: as many as `CHUNK_BYTES` of float64 sums
+    hold), in row order, so each row's uniform is the same draw from its generator however the batch
+    is chunked, and the result does not depend on ``chunk_rows``.
+    """
     if temperature == 0:
         return logits.argmax(dim=-1).tolist()
+    if chunk_rows is None:
+        chunk_rows = max(1, CHUNK_BYTES // (8 * logits.shape[-1]))
+    drawn: list[int] = []
+    for start in range(0, logits.shape[0], chunk_rows):
+        stop = start + chunk_rows
+        drawn += _sample_rows(logits[start:stop], temperature, top_p, generators[start:stop])
+    return drawn
+
+
+def _sample_rows(logits, temperature: float, top_p: float, generators: Sequence[Any]) -> list[int]:
+    """`sample_tokens` on one chunk of rows (temperature > 0)."""
+    import torch
+
     probs = next_token_scores(logits, temperature, top_p).softmax(dim=-1)
     cumulative = torch.cumsum(probs, dim=-1, dtype=torch.float64)  # = probs.double().cumsum(), one copy fewer
     uniform = torch.stack(

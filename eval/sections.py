@@ -18,7 +18,6 @@ from typing import Any
 
 from faithgrpo.eval.adapters import CAUSAL_TASKS, COT_VERIFIERS, answer_checker, cot_checker
 from faithgrpo.eval.config import EvalConfig
-from faithgrpo.eval.heap import frozen_heap
 from faithgrpo.eval.results import dig
 
 __all__ = [
@@ -124,20 +123,16 @@ def passk_section(rows, records, config: EvalConfig) -> dict[str, Any]:
 def count_task(rows, records) -> list:
     """`PromptCounts` (C correct answers, D correct answer and CoT) of each row's completions.
 
-    The whole loop runs under `frozen_heap`: it checks thousands of completions in a process that
-    holds a model, and full garbage collections would otherwise traverse all of it.
-
     Args:
         rows: the task's evaluation rows.
         records: their completions (`CompletionRecord`), in the same order.
     """
     from faithgrpo.eval.passk import count_prompt
 
-    with frozen_heap():
-        return [
-            count_prompt(rec.completions, answer_checker(row), cot_checker(row))
-            for row, rec in zip(rows, records)
-        ]
+    return [
+        count_prompt(rec.completions, answer_checker(row), cot_checker(row))
+        for row, rec in zip(rows, records)
+    ]
 
 
 def calver_check_rates(rows, records, config: EvalConfig | None = None) -> dict[str, Any]:
@@ -161,11 +156,10 @@ def calver_check_rates(rows, records, config: EvalConfig | None = None) -> dict[
 
     config = config or EvalConfig()
     scores, clusters = [], []
-    with frozen_heap():  # see count_task
-        for row, record in zip(rows, records):
-            prepared = prepare_problem(row["problem"])
-            scores += [score_trace(text, prepared) for text in record.completions]
-            clusters += [row["id"]] * len(record.completions)
+    for row, record in zip(rows, records):
+        prepared = prepare_problem(row["problem"])
+        scores += [score_trace(text, prepared) for text in record.completions]
+        clusters += [row["id"]] * len(record.completions)
     n = len(scores)
     reason = "no completion to score"
     return {
@@ -310,22 +304,21 @@ def best_of_k_section(
     from faithgrpo.tasks.queries import normalize_answer
 
     pools = []
-    with frozen_heap():  # see count_task
-        for row, record, lps in zip(rows, records, logprobs):
-            prepared = prepare_problem(row["problem"])
-            valid_of = answer_checker(row)
-            listed = normalize_answer(row["problem"], row["answer"])
-            candidates = tuple(
-                Candidate(
-                    answer=normalized_answer(text, prepared),
-                    calver=score_trace(text, prepared).total,
-                    confidence=lp,
-                    valid=valid_of(text),
-                    exact=_exact_match(row["problem"], text, listed),
-                )
-                for text, lp in zip(record.completions, lps)
+    for row, record, lps in zip(rows, records, logprobs):
+        prepared = prepare_problem(row["problem"])
+        valid_of = answer_checker(row)
+        listed = normalize_answer(row["problem"], row["answer"])
+        candidates = tuple(
+            Candidate(
+                answer=normalized_answer(text, prepared),
+                calver=score_trace(text, prepared).total,
+                confidence=lp,
+                valid=valid_of(text),
+                exact=_exact_match(row["problem"], text, listed),
             )
-            pools.append(Pool(str(row["id"]), str(row.get("task", "")), candidates))
+            for text, lp in zip(record.completions, lps)
+        )
+        pools.append(Pool(str(row["id"]), str(row.get("task", "")), candidates))
     result = run_selection(
         pools,
         config.ks,

@@ -1,10 +1,16 @@
-"""Shared fixtures: tiny in-process causal LMs (Llama and Qwen2) with a small chat tokenizer."""
+"""Shared fixtures: tiny in-process causal LMs (Llama and Qwen2) with a small chat tokenizer.
+
+Also registers the memory guard (`rss_guard.RssGuard`: a test whose process passes 4 GiB RSS fails)
+and a Hypothesis profile without wall-clock limits.
+"""
 
 from __future__ import annotations
 
 import os
 
 import pytest
+from hypothesis import HealthCheck, settings
+from rss_guard import RssGuard
 
 # No machine running the tests reaches a model hub: fail fast instead of waiting on the network.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -12,6 +18,15 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
 
 from faithgrpo.testing import save_tiny_causal_lm, tiny_causal_lm, tiny_tokenizer
+
+# Wall-clock limits fail on a loaded machine, not on slow code: no per-example deadline, and no
+# "data generation too slow" health check (explicit @settings still override the rest).
+settings.register_profile("faithgrpo", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("faithgrpo")
+
+
+def pytest_configure(config):
+    config.pluginmanager.register(RssGuard(), "faithgrpo-rss-guard")
 
 
 @pytest.fixture(scope="session")

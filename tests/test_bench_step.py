@@ -60,6 +60,13 @@ def test_profiler_phases_nest_accumulate_and_see_rss(bench):
                 block = bytearray(64 * 1024 * 1024)  # 64 MiB, touched: resident while the phase runs
                 block[::4096] = b"x" * len(block[::4096])
                 time.sleep(0.05)
+                # the sampler thread must see the block; on a loaded machine it may not run within
+                # the sleep, so wait for it (a sampler that never does fails the assertion below)
+                deadline = time.monotonic() + 60
+                while profiler.peaks["reward/cros"] < profiler.start_rss + 48 * 2**20:
+                    if time.monotonic() > deadline:
+                        break
+                    time.sleep(0.005)
                 del block
             with profiler.phase("reward/cros"):
                 time.sleep(0.02)

@@ -545,11 +545,11 @@ HOSTILE = [
 
 def test_hostile_candidates_are_rejected_quickly_and_never_raise():
     candidates = [*HOSTILE, *hostile_inputs().values()]
-    t0 = time.perf_counter()
+    t0 = time.thread_time()  # this thread's CPU time: other jobs on the machine do not count
     for r in ONE_PER_TYPE:
         for cand in candidates:
             assert judge(r, cand) in (False, None), (r["task_type"], r["question_type"], str(cand)[:40])
-    assert time.perf_counter() - t0 < 20.0
+    assert time.thread_time() - t0 < 20.0
 
 
 def test_hostile_records_never_raise():

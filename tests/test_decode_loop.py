@@ -244,13 +244,46 @@ def test_sample_frequencies_over_a_full_size_vocabulary():
     logits = torch.randn(1, 49152, generator=generator) * 2
     logits[0, :4] = torch.tensor([16.0, 15.0, 13.0, 12.0])  # the other 49,148 tokens: ~3 % together
     probs = logits.softmax(-1)[0].double()
-    n = 20000
-    draws = torch.tensor(sample_tokens(logits.expand(n, -1), 1.0, 1.0, [generator] * n))
+    n, rows = 20000, 1000
+    # 1,000 rows a call give the draws of one 20,000-row call (one shared generator, rows in order)
+    # and keep this test small on their own: the 20,000-row batch once took the process to 19 GB
+    drawn = []
+    for _ in range(n // rows):
+        drawn += sample_tokens(logits.expand(rows, -1), 1.0, 1.0, [generator] * rows)
+    draws = torch.tensor(drawn)
     observed = torch.stack([(draws == t).sum() for t in range(4)] + [(draws >= 4).sum()]).double()
     expected = n * torch.cat([probs[:4], probs[4:].sum()[None]])
     assert expected.min() > 5  # every bucket is large enough for the chi-square approximation
     chi2 = (((observed - expected) ** 2) / expected).sum().item()
     assert chi2 < 23.5, (chi2, observed.tolist(), expected.tolist())  # 99.99th percentile, 4 d.o.f.
+
+
+@pytest.mark.parametrize(("temperature", "top_p", "shared"), [(1.0, 1.0, True), (0.7, 0.9, False)])
+def test_chunked_sampling_draws_what_one_batch_draws(monkeypatch, temperature, top_p, shared):
+    # a shared generator catches a chunk order that changes which uniform a row gets; per-row
+    # generators (the decode loop's) catch a row paired with another row's generator
+    from faithgrpo.eval import sampling
+
+    n, vocab = 50, 1000
+    logits = torch.randn(n, vocab, generator=torch.Generator().manual_seed(3)) * 3
+
+    def generators():
+        if shared:
+            return [torch.Generator().manual_seed(4)] * n
+        return [torch.Generator().manual_seed(100 + r) for r in range(n)]
+
+    whole = sample_tokens(logits, temperature, top_p, generators(), chunk_rows=n)
+    assert len(set(whole)) > 10  # the rows really draw different tokens
+    chunks = []
+    real = sampling._sample_rows
+    monkeypatch.setattr(sampling, "_sample_rows", lambda x, *a: chunks.append(len(x)) or real(x, *a))
+    assert sample_tokens(logits, temperature, top_p, generators(), chunk_rows=7) == whole
+    assert chunks == [7] * 7 + [1]
+    # the default chunk size comes from CHUNK_BYTES: 8 rows of 1,000 float64 sums here
+    chunks.clear()
+    monkeypatch.setattr(sampling, "CHUNK_BYTES", 8 * 8 * vocab + 7)
+    assert sample_tokens(logits, temperature, top_p, generators()) == whole
+    assert chunks == [8] * 6 + [2]
 
 
 def test_a_uniform_draw_at_the_top_of_the_range_lands_on_the_last_live_token(monkeypatch):
@@ -305,11 +338,14 @@ def test_budget_of_one_token(tiny_qwen2):
 @pytest.mark.parametrize(("slow", "faster"), [(2, 1), (1, 2)])
 def test_thread_tuner_keeps_the_faster_count_and_backs_off(monkeypatch, slow, faster):
     import os
-    import time
+    from types import SimpleNamespace
 
     from faithgrpo.eval import decoding
 
     monkeypatch.setattr(os, "getloadavg", lambda: (0.0, 0.0, 0.0))  # an idle machine: start with 2
+    # the tuner's clock is the steps' own: real sleeps would time the machine's load, not the count
+    clock = [0.0]
+    monkeypatch.setattr(decoding, "time", SimpleNamespace(perf_counter=lambda: clock[0]))
     original = torch.get_num_threads()
     torch.set_num_threads(2)
     try:
@@ -318,7 +354,7 @@ def test_thread_tuner_keeps_the_faster_count_and_backs_off(monkeypatch, slow, fa
 
         def step():
             used.append(torch.get_num_threads())
-            time.sleep(0.03 if used[-1] == slow else 0.001)
+            clock[0] += 0.03 if used[-1] == slow else 0.001
 
         for _ in range(20):
             tuner.run(step)

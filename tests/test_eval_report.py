@@ -216,6 +216,52 @@ def test_eval_cli_path_and_model_errors_are_one_line(tiny_llama, monkeypatch, tm
         assert status == 2 and calls == [] and message in err and "\n" not in err
 
 
+@pytest.mark.parametrize("where", ["proc", "read_only"])
+def test_eval_cli_unwritable_out_is_one_line_before_any_model(
+    tiny_llama, monkeypatch, tmp_path, capsys, where
+):
+    # both passed os.access as root and ended in a traceback from mkdir (issue 26)
+    import errno
+    import os
+
+    if where == "proc":
+        if not os.path.isdir("/proc/self"):
+            pytest.skip("no /proc here")
+        out = "/proc/forbidden"
+    else:
+        locked = tmp_path / "read_only"
+        locked.mkdir()
+        out = str(locked / "x")
+        real_mkdir = os.mkdir
+
+        def read_only_mkdir(path, *args, **kwargs):  # a read-only mount: permission bits say nothing
+            if str(path).startswith(str(locked)):
+                raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(path))
+            return real_mkdir(path, *args, **kwargs)
+
+        monkeypatch.setattr(os, "mkdir", read_only_mkdir)
+    status, calls, _ = _scripted_eval(tiny_llama, monkeypatch, tmp_path, extra=("--out", out))
+    err = capsys.readouterr().err.strip()
+    assert status == 2 and calls == [] and "\n" not in err, err
+    assert err.startswith(f"error: --out {out!r} cannot be created") and "directory you can write to" in err
+    if where == "read_only":
+        assert "Read-only file system" in err
+
+
+def test_eval_console_script_unwritable_out_is_rc_2_without_a_traceback(tiny_llama_path, tmp_path):
+    import os
+    import sys
+
+    from faithgrpo.watchdog import run_with_deadline
+
+    if not os.path.isdir("/proc/self"):
+        pytest.skip("no /proc here")
+    cmd = [sys.executable, "-m", "faithgrpo.cli", "eval", "--model", str(tiny_llama_path)]
+    done = run_with_deadline([*cmd, "--out", "/proc/forbidden"], timeout=300)
+    assert done.returncode == 2, done.log()
+    assert done.stderr.strip().count("\n") == 0 and "/proc/forbidden" in done.stderr, done.stderr
+
+
 def test_eval_cli_unknown_model_offline_is_one_line(tiny_llama, monkeypatch, tmp_path, capsys):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", True)

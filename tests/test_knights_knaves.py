@@ -1181,13 +1181,13 @@ def test_huge_derivations_fail_quickly_without_raising():
     for name, derivation in cases.items():
         text = f"<think>\nDERIVATION:\n{derivation}\nASSIGNMENT: P0=knight\n</think><answer>x</answer>"
         for max_chars in (kk.MAX_TRACE_CHARS, 3_000_000):
-            start = time.perf_counter()
+            start = time.thread_time()  # this thread's CPU time: other jobs on the machine do not count
             check = check_kk_trace(text, puzzle, max_chars=max_chars)
-            assert time.perf_counter() - start < 1.0, name
+            assert time.thread_time() - start < 1.0, name
             assert not check.derivation and check.reasons
-        start = time.perf_counter()
+        start = time.thread_time()
         remaining, why = kk._certify(derivation, puzzle)  # the claim checker alone, without the slot cap
-        assert time.perf_counter() - start < 2.0, name
+        assert time.thread_time() - start < 2.0, name
         assert remaining is None and why
     assert "more than" in kk._certify(many, puzzle)[1]  # over MAX_CLAIMS distinct claims
     assert "longer than" in kk._certify(one_mb_line, puzzle)[1]
@@ -1227,9 +1227,9 @@ ADVERSARIAL = {
 
 @pytest.mark.parametrize("name", sorted(ADVERSARIAL))
 def test_adversarial_input_fails_quickly_without_raising(name):
-    start = time.perf_counter()
+    start = time.thread_time()  # this thread's CPU time: other jobs on the machine do not count
     check = check_kk_trace(ADVERSARIAL[name], META2)
-    elapsed = time.perf_counter() - start
+    elapsed = time.thread_time() - start
     assert elapsed < 1.0, f"{name} took {elapsed:.2f}s"
     assert not check.passed
     assert check.reasons

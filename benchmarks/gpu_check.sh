@@ -11,6 +11,11 @@
 #   cros     benchmarks/bench_cros.py      a CRoS call ÷ one bare forward over the same (M+1)·G
 #                                          sequences, M = 4, G = 8                         target <= 1.25
 #   gen      benchmarks/bench_eval.py      generation tokens/s (generate_completions, transformers)
+#   ablation recipes/ablation.py           the reward ablation (issue 27) shortened: the CPU config's
+#                                          SFT warm start and 4 arms x 8 GRPO steps on the GPU, then the
+#                                          paired evaluation on 32 prompts per task (ablation.json holds
+#                                          the results page's JSON); it runs first, the others share
+#                                          what is left of the budget
 #   bestofk  benchmarks/bench_bestofk_overhead.py
 #                                          CALVER best-of-K scoring + selection time ÷ generation time
 #                                          at K = 8, on the samples and on gold traces     paper: 0.07
@@ -30,7 +35,7 @@
 #   bash benchmarks/gpu_check.sh                        # on the GPU machine
 #   GPU_CHECK_SMOKE=1 bash benchmarks/gpu_check.sh      # CPU smoke run: tiny models, minimal steps
 # Environment: OUT (output folder), PYTHON (interpreter; default .venv/bin/python, else python),
-# GPU_CHECK_BUDGET (total seconds, default 480), GPU_CHECK_SMOKE, FAITHGRPO_CACHE (model cache).
+# GPU_CHECK_BUDGET (total seconds, default 570), GPU_CHECK_SMOKE, FAITHGRPO_CACHE (model cache).
 
 set -u
 cd "$(dirname "$0")/.."
@@ -48,7 +53,7 @@ export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1
 export TOKENIZERS_PARALLELISM=false PYTHONUNBUFFERED=1
 
 SMOKE="${GPU_CHECK_SMOKE:-0}"
-BUDGET="${GPU_CHECK_BUDGET:-480}"
+BUDGET="${GPU_CHECK_BUDGET:-570}"
 START=$(date +%s)
 DEADLINE=$((START + BUDGET))
 RESERVE=10 # seconds kept for the summary
@@ -123,6 +128,24 @@ else
     BOK_ARGS=(--model embedded --prompts 16 --max-new-tokens 512 --batch-size 64)
 fi
 
+# 1. The reward ablation, shortened. On the GPU: the CPU config's SFT config and arms with GPU settings.
+ABLATION_OUT="$OUT_DIR/ablation"
+export ABLATION_RESULTS="$ABLATION_OUT/results/ablation"
+if [ "$SMOKE" = 1 ]; then
+    ABLATION_ARGS=(--smoke)
+else
+    "$PY" -c 'import sys, yaml
+config = yaml.safe_load(open("recipes/configs/sft_ablation_cpu.yaml"))
+config.update(use_cpu=False, bf16=True, dtype="bfloat16", save_strategy="no", per_device_train_batch_size=16,
+              max_steps=64)
+yaml.safe_dump(config, open(sys.argv[1], "w"))' "$OUT_DIR/sft_ablation_gpu_check.yaml"
+    ABLATION_ARGS=(--set "warm_start_config=$PWD/$OUT_DIR/sft_ablation_gpu_check.yaml"
+        --set "warm_start_cache=$PWD/$OUT_DIR/warm_start" --set train.use_cpu=false --set train.bf16=true
+        --set train.dtype=bfloat16 --set train.max_steps=8 --set eval.prompts=32 --set eval.bootstrap=500
+        --set eval.hint_questions=16)
+fi
+run_step ablation 300 bash -c '"$0" recipes/ablation.py "$@" >&2 && cat "$ABLATION_RESULTS.json"' "$PY" \
+    "${ABLATION_ARGS[@]}" --output_dir "$ABLATION_OUT" --results "$ABLATION_RESULTS"
 run_step step 170 "$PY" benchmarks/bench_step.py "${MODEL[@]}" --device "$DEVICE" \
     --num_generations 8 --scrambles 4 --cros_batch_size 40 "${STEP_SIZES[@]}" \
     --recipe_args "--warm_start_config none"
@@ -158,7 +181,10 @@ with open(os.path.join(out, "status.tsv")) as f:
     for line in f:
         name, rc, seconds = line.rstrip("\n").split("\t")
         steps[name] = {"ok": rc == "0", "exit": rc, "seconds": int(seconds)}
-env, step, cros, gen, bok = (load(n) for n in ("env", "step", "cros", "gen", "bestofk"))
+env, step, cros, gen, bok, abl = (load(n) for n in ("env", "step", "cros", "gen", "bestofk", "ablation"))
+abl_summary = pick(abl, "summary") or {}
+abl_k = str(max(pick(abl_summary, "ks") or [1]))
+abl_tasks = pick(abl_summary, "tasks") or []
 m4 = next((r for r in (pick(cros, "results") or []) if r.get("M") == 4), None)
 gen_model = "tiny_llama" if smoke else "embedded_smollm2_135m"
 gpu = pick(env, "gpu")
@@ -203,6 +229,16 @@ summary = {
         "scoring_ms_per_completion_gold": pick(bok, "gold", "scoring_ms_per_completion"),
         "generation_s": pick(bok, "generation", "seconds"),
         "paper": 0.07,
+    },
+    "ablation": {
+        "baseline": pick(abl_summary, "baseline"),
+        "cot_pass_at_k": {task: {label: pick(m, "tasks", task, "cot_pass@k", abl_k, "value")
+                                 for label, m in (pick(abl_summary, "checkpoints") or {}).items()}
+                          for task in abl_tasks},
+        "paired_cot_pass_at_k": {task: {label: pick(p, "tasks", task, "cot_pass@k", abl_k)
+                                        for label, p in (pick(abl_summary, "paired") or {}).items()}
+                                 for task in abl_tasks},
+        "K": int(abl_k),
     },
     "steps": steps,
     "all_ok": all(s["ok"] for s in steps.values()),

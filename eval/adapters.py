@@ -52,7 +52,9 @@ def task_rows(task: str, n: int, seed: int, config: dict[str, Any] | None = None
     """``n`` evaluation rows of ``task`` (TRL rows, see `faithgrpo.tasks.causal.to_trl_row`) with ids.
 
     ``config`` holds fields of the task's reasoning-gym config (default: the task's defaults); a
-    field the task does not have, or a value it rejects, raises ``ValueError`` naming it.
+    field the task does not have, or a value it rejects, raises ``ValueError`` naming it. Its one
+    extra key, ``system_prompt``, replaces the rows' system message (as the recipes'
+    ``--system_prompt`` does in training), so a policy is evaluated on the prompt it was trained on.
 
     Example:
         >>> rows = task_rows("knights_knaves", 2, seed=0)
@@ -64,15 +66,19 @@ def task_rows(task: str, n: int, seed: int, config: dict[str, Any] | None = None
     from faithgrpo.tasks.causal import to_trl_row
 
     check_task(task)
+    config = dict(config or {})
+    system_prompt = config.pop("system_prompt", None)
+    if system_prompt is not None and not isinstance(system_prompt, str):
+        raise ValueError(f"--task-config for {task!r}: system_prompt must be a string, got {system_prompt!r}")
     try:
-        dataset = reasoning_gym.create_dataset(task, size=n, seed=seed, **(config or {}))
+        dataset = reasoning_gym.create_dataset(task, size=n, seed=seed, **config)
     except (TypeError, ValueError, AssertionError) as err:
         raise ValueError(
             f"--task-config for {task!r} is not a valid {task} config ({err}); fix the field"
         ) from None
     rows = []
     for i in range(len(dataset)):
-        row = to_trl_row(dataset[i])
+        row = to_trl_row(dataset[i], system_prompt=system_prompt)
         row["id"] = f"{task}-{i}"
         rows.append(row)
     return rows

@@ -96,6 +96,11 @@ def main(script_args, training_args, model_args, callbacks: list | None = None):
         trainer,
         metrics_path=Path(training_args.output_dir) / script_args.metrics_file,
         plot_path=Path(training_args.output_dir) / script_args.plot_file,
+        completions_path=(
+            Path(training_args.output_dir) / script_args.completions_file
+            if script_args.completions_file
+            else None
+        ),
     )
     if "cros" in script_args.reward_funcs:
         cros = reward_funcs[script_args.reward_funcs.index("cros")]

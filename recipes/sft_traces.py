@@ -37,6 +37,15 @@ class SFTScriptArguments:
     story_fraction: float = field(default=0.0, metadata={"help": "Share of causal rows told as stories."})
     causal: dict = field(default_factory=dict, metadata={"help": "CausalGraphConfig fields (YAML mapping)."})
     mixture: dict = field(default_factory=dict, metadata={"help": "reasoning-gym task -> weight."})
+    system_prompt: str | None = field(
+        default=None, metadata={"help": "One system prompt for every row (default: per task, as in GRPO)."}
+    )
+    gold_style: str = field(
+        default="varied",
+        metadata={
+            "help": "Causal gold traces: 'varied' wording and answers, or 'plain' (one wording, smallest answer)."
+        },
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -60,7 +69,9 @@ def main(argv: list[str] | None = None) -> int:
                 "story_fraction": script_args.story_fraction,
                 "causal": dict(script_args.causal),
                 "mixture": dict(script_args.mixture),
-            }
+                "system_prompt": script_args.system_prompt,
+            },
+            gold_style=script_args.gold_style,
         )
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)

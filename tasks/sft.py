@@ -21,16 +21,19 @@ from typing import Any
 from faithgrpo.tasks.causal import TaskMixConfig, build_dataset
 from faithgrpo.tasks.gold import gold_trace
 
+GOLD_STYLES = ("varied", "plain")
 
-def gold_completion(row: Mapping[str, Any], rng: random.Random) -> str | None:
+
+def gold_completion(row: Mapping[str, Any], rng: random.Random, *, plain: bool = False) -> str | None:
     """A correct trace for one training row (see :func:`faithgrpo.tasks.causal.to_trl_row`).
 
-    Causal rows get :func:`~faithgrpo.tasks.gold.gold_trace`; Knights & Knaves rows
+    Causal rows get :func:`~faithgrpo.tasks.gold.gold_trace` (``plain``: one fixed wording and the
+    smallest valid answer, which a small policy learns from fewer traces); Knights & Knaves rows
     :func:`~faithgrpo.tasks.knights_knaves.gold_kk_trace`. Other reasoning-gym tasks have no
     symbolic trace: ``None``.
     """
     if row.get("problem"):
-        return gold_trace(row["problem"], rng)
+        return gold_trace(row["problem"], rng, plain=plain)
     entry = row.get("entry")
     if entry:
         entry = json.loads(entry) if isinstance(entry, str) else entry
@@ -41,12 +44,14 @@ def gold_completion(row: Mapping[str, Any], rng: random.Random) -> str | None:
     return None
 
 
-def build_sft_dataset(config: TaskMixConfig | Mapping[str, Any]):
+def build_sft_dataset(config: TaskMixConfig | Mapping[str, Any], gold_style: str = "varied"):
     """Gold-trace SFT rows for the rows of :func:`~faithgrpo.tasks.causal.build_dataset` that have one.
 
     Args:
         config: the task mixture (same fields as for GRPO). Rows of tasks without a gold trace are
             dropped, so ``len(result) <= config.size``.
+        gold_style: ``"varied"`` (random wording and valid answer per row) or ``"plain"`` (one
+            wording, the smallest valid answer) for causal traces.
 
     Returns:
         ``(dataset, counts)``: a ``datasets.Dataset`` with ``prompt``, ``completion`` and ``task``
@@ -55,12 +60,14 @@ def build_sft_dataset(config: TaskMixConfig | Mapping[str, Any]):
     """
     import datasets
 
+    if gold_style not in GOLD_STYLES:
+        raise ValueError(f"gold_style must be one of {GOLD_STYLES}, got {gold_style!r}")
     if isinstance(config, Mapping):
         config = TaskMixConfig(**config)
     source = build_dataset(config)
     rows, counts = [], Counter()
     for i, row in enumerate(source):
-        trace = gold_completion(row, random.Random(f"{config.seed}:{i}"))
+        trace = gold_completion(row, random.Random(f"{config.seed}:{i}"), plain=gold_style == "plain")
         if trace is None:
             continue
         counts[row["task"]] += 1

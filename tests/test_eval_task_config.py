@@ -43,3 +43,16 @@ def test_cli_parses_task_config_json_and_rejects_other_text(capsys):
         with pytest.raises(SystemExit):
             parser.parse_args(["eval", "--out", "x", "--task-config", bad])
         assert "--task-config" in capsys.readouterr().err
+
+
+def test_task_config_system_prompt_replaces_the_trace_instructions_and_nothing_else():
+    config = {"min_nodes": 4, "max_nodes": 5}
+    default = task_rows("causal_graph", 4, seed=3, config=config)
+    short = task_rows("causal_graph", 4, seed=3, config={**config, "system_prompt": "Be brief."})
+    assert [r["prompt"][0] for r in short] == [{"role": "system", "content": "Be brief."}] * 4
+    assert all(r["prompt"][0]["content"] != "Be brief." for r in default)
+    # the same problems, users' messages and answers: only the system message differs
+    strip = lambda rows: [(r["prompt"][1:], r["problem"], r["answer"]) for r in rows]  # noqa: E731
+    assert strip(short) == strip(default)
+    with pytest.raises(ValueError, match="system_prompt must be a string"):
+        task_rows("causal_graph", 1, seed=0, config={"system_prompt": ["a"]})

@@ -19,6 +19,7 @@ from transformers import TrainerCallback
 
 from faithgrpo.rewards.registry import REWARD_NAMES
 from faithgrpo.trainers.callbacks import (
+    CompletionsJSONLCallback,
     MetricsJSONLCallback,
     plot_reward_means,
     read_metrics,
@@ -372,6 +373,39 @@ class _State:
 class _Args:
     def __init__(self, output_dir):
         self.output_dir = str(output_dir)
+
+
+def test_completions_callback_writes_each_logged_completion_with_its_rewards(tmp_path):
+    from collections import defaultdict, deque
+
+    class Trainer:  # what GRPOTrainer keeps for its completion table
+        def __init__(self):
+            self._logs = {"prompt": deque(maxlen=2), "completion": deque(maxlen=2),
+                          "rewards": defaultdict(lambda: deque(maxlen=2)), "advantages": deque(maxlen=2)}  # fmt: skip
+
+    trainer, path = Trainer(), tmp_path / "completions.jsonl"
+    cb = CompletionsJSONLCallback(trainer, path)
+    cb.on_train_begin(_Args(tmp_path), _State(0), None)
+    for step in (1, 2):
+        trainer._logs["prompt"].extend([f"p{step}", f"p{step}"])
+        trainer._logs["completion"].extend([f"c{step}a", f"c{step}b"])
+        trainer._logs["rewards"]["outcome"].extend([1.0, 0.0])
+        trainer._logs["rewards"]["cros"].extend([float("nan"), 0.5])
+        trainer._logs["advantages"].extend([0.5, -0.5])
+        cb.on_log(_Args(tmp_path), _State(step), None, logs={"loss": 0.1})
+    cb.on_log(_Args(tmp_path), _State(2), None, logs={"train_runtime": 1.0})  # the run summary: nothing
+    cb.on_log(_Args(tmp_path), _State(2, zero=False), None, logs={"loss": 0.1})  # other processes: nothing
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [(r["step"], r["prompt"], r["completion"]) for r in rows] == [
+        (1, "p1", "c1a"),
+        (1, "p1", "c1b"),
+        (2, "p2", "c2a"),
+        (2, "p2", "c2b"),
+    ]
+    assert rows[0]["rewards"] == {"outcome": 1.0, "cros": None} and rows[1]["advantage"] == -0.5
+    # a resumed run keeps the steps its checkpoint covers
+    CompletionsJSONLCallback(trainer, path).on_train_begin(_Args(tmp_path), _State(1), None)
+    assert [json.loads(line)["step"] for line in path.read_text().splitlines()] == [1, 1]
 
 
 def test_metrics_callback_writes_lines_keeps_resumed_steps_and_plots(tmp_path):

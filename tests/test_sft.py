@@ -49,6 +49,25 @@ def test_sft_rows_are_seed_deterministic_and_need_a_traceable_task():
         build_sft_dataset({"size": 8, "seed": 0, "causal_weight": 0, "mixture": {"basic_arithmetic": 1.0}})
 
 
+def test_plain_gold_style_is_one_wording_with_the_smallest_valid_answer():
+    from faithgrpo.tasks.causal import build_dataset
+    from faithgrpo.tasks.gold import gold_trace
+
+    mix = {"size": 24, "seed": 5, "story_fraction": 0.0, "causal": {"min_nodes": 4, "max_nodes": 5}}
+    plain, _ = build_sft_dataset(mix, gold_style="plain")
+    varied, _ = build_sft_dataset(mix)
+    source = build_dataset(mix)
+    assert len(plain) == len(varied) == len(source)
+    for row, original in zip(plain, source):
+        trace = row["completion"][0]["content"]
+        assert trace == gold_trace(original["problem"], plain=True)  # independent of the row's rng
+        assert score_trace(trace, original["problem"]).total == 6
+    assert [r["prompt"] for r in plain] == [r["prompt"] for r in varied]
+    assert [r["completion"] for r in plain] != [r["completion"] for r in varied]
+    with pytest.raises(ValueError, match="gold_style must be one of"):
+        build_sft_dataset(mix, gold_style="fancy")
+
+
 def _load_recipe():
     spec = importlib.util.spec_from_file_location("sft_traces", RECIPE)
     module = importlib.util.module_from_spec(spec)

@@ -25,6 +25,7 @@ from typing import Any
 from transformers import PrinterCallback, ProgressCallback, TrainerCallback
 
 __all__ = [
+    "CompletionsJSONLCallback",
     "MetricsJSONLCallback",
     "SummaryPrinterCallback",
     "SummaryProgressCallback",
@@ -221,6 +222,49 @@ class MetricsJSONLCallback(TrainerCallback):
             self.plotted = plot_reward_means(self.path, self.plot_path, title=Path(args.output_dir).name)
 
 
+class CompletionsJSONLCallback(TrainerCallback):
+    """Write each logging step's prompts, completions, per-reward scores and advantages as JSON lines.
+
+    One line per completion: ``{"step", "prompt", "completion", "rewards": {name: value}, "advantage"}``.
+    It reads the batch TRL keeps for its own completion table (``GRPOTrainer._logs``, filled by every
+    generation and sized to one generation batch), so it costs nothing at generation time. A run
+    with ``logging_steps: 1`` and one generation per step records every completion it trained on:
+    what the policy actually wrote, for inspection, and a check that two runs saw the same prompts.
+
+    Args:
+        trainer: the GRPO trainer (its ``_logs``; a trainer without them writes nothing).
+        path: the JSONL file (a fresh run starts a fresh file).
+    """
+
+    def __init__(self, trainer: Any, path: str | Path):
+        self.trainer, self.path = trainer, Path(path)
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        if state.is_world_process_zero:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            kept = [r for r in read_metrics(self.path) if 0 < r.get("step", 0) <= state.global_step]
+            with self.path.open("w", encoding="utf-8") as f:
+                f.writelines(json.dumps(r, allow_nan=False) + "\n" for r in kept)
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        batch = getattr(self.trainer, "_logs", None)
+        if not state.is_world_process_zero or not batch or _SUMMARY_KEYS & set(logs or {}):
+            return
+        prompts, completions = list(batch.get("prompt", ())), list(batch.get("completion", ()))
+        rewards = {name: list(values) for name, values in (batch.get("rewards") or {}).items()}
+        advantages = list(batch.get("advantages", ()))
+        with self.path.open("a", encoding="utf-8") as f:
+            for i, (prompt, completion) in enumerate(zip(prompts, completions)):
+                row = {
+                    "step": state.global_step,
+                    "prompt": prompt,
+                    "completion": completion,
+                    "rewards": {n: _finite(v[i]) if i < len(v) else None for n, v in rewards.items()},
+                    "advantage": _finite(advantages[i]) if i < len(advantages) else None,
+                }
+                f.write(json.dumps(row, allow_nan=False, default=str) + "\n")
+
+
 class _SummaryMixin:
     """Print :func:`summary_line` per logging step instead of the raw log dict."""
 
@@ -266,6 +310,7 @@ def install_callbacks(
     metrics_path: str | Path | None = None,
     plot_path: str | Path | bool | None = None,
     summary: bool = True,
+    completions_path: str | Path | None = None,
 ) -> MetricsJSONLCallback:
     """Add the metrics writer to ``trainer`` and swap its log printer for the one-line summary.
 
@@ -274,12 +319,15 @@ def install_callbacks(
         metrics_path, plot_path: see :class:`MetricsJSONLCallback`.
         summary: replace the raw-dict printer (``ProgressCallback``/``PrinterCallback``) with the
             one-line summary; the progress bar itself is kept.
+        completions_path: also write every logged completion there (:class:`CompletionsJSONLCallback`).
 
     Returns:
         The metrics callback (its ``plotted`` attribute holds the PNG path after training).
     """
     metrics = MetricsJSONLCallback(metrics_path, plot_path)
     trainer.add_callback(metrics)
+    if completions_path is not None:
+        trainer.add_callback(CompletionsJSONLCallback(trainer, completions_path))
     if summary:
         handler = trainer.callback_handler
         for old, new in (

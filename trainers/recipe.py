@@ -153,6 +153,13 @@ class FaithScriptArguments(ScriptArguments):
     )
     metrics_file: str = field(default="metrics.jsonl", metadata={"help": "Metrics file, in output_dir."})
     plot_file: str = field(default="reward_means.png", metadata={"help": "Reward plot, in output_dir."})
+    completions_file: str | None = field(
+        default=None,
+        metadata={
+            "help": "Also write every logged completion (prompt, completion, each reward, advantage) as JSON "
+            "lines to this file in output_dir, e.g. completions.jsonl (logging_steps: 1 records every step)."
+        },
+    )
     #: Which config file is in force and why, and its path (set by :func:`parse_recipe_args`; not flags).
     config_source: str = field(default="", init=False)
     config_file: str | None = field(default=None, init=False)

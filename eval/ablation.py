@@ -1,0 +1,315 @@
+"""The reward ablation's results page: arms × metrics with intervals, paired against the baseline arm.
+
+`recipes/ablation.py` trains one GRPO run per arm (reward set) from one warm start and evaluates the
+warm start and every arm in one ``faithgrpo eval`` run. This module reads that run's ``report.json``
+and each arm's ``metrics.jsonl`` and writes the results page:
+
+- `summarize` collects, per checkpoint and evaluation task, Pass@K, CoT-Pass@K (certificate-verified),
+  CALVER per-check rates and mean S/6, AOC, CIR, CRoS Δ and the mean normalised hint score, each with
+  its prompt-clustered bootstrap interval from the report; and the paired differences of every
+  checkpoint against the baseline arm (same prompts, bootstrap over prompts) that the report computed.
+- `reward_curves` reads each arm's per-step reward means.
+- `render_markdown`, `plot_metrics` and `plot_reward_curves` draw them.
+
+Nothing here recomputes a statistic: every number is the report's, so the page and ``report.md``
+cannot disagree.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from faithgrpo.eval.results import dig
+
+__all__ = [
+    "CALVER_CHECKS",
+    "format_interval",
+    "plot_metrics",
+    "plot_reward_curves",
+    "render_markdown",
+    "reward_curves",
+    "summarize",
+]
+
+CALVER_CHECKS = ("graph", "query", "strategy", "derivation", "result", "answer")
+_FAITHFULNESS = (("aoc", "early-answering AOC"), ("cir", "CIR (JS, bits)"), ("cros_delta", "CRoS Δ"))
+
+
+def _estimate(value: Any) -> dict[str, Any] | None:
+    """An ``Estimate`` dict of the report (value, ci_low, ci_high, n, reason), or ``None``."""
+    return value if isinstance(value, Mapping) and "value" in value else None
+
+
+def format_interval(estimate: Mapping[str, Any] | None, digits: int = 3, signed: bool = False) -> str:
+    """``0.250 [0.125, 0.375]``; ``undefined`` when the estimate has no value.
+
+    Example:
+        >>> format_interval({"value": 0.25, "ci_low": 0.125, "ci_high": 0.375, "n": 8})
+        '0.250 [0.125, 0.375]'
+        >>> format_interval({"value": None, "reason": "no prompts"})
+        'undefined'
+    """
+    if not estimate or estimate.get("value") is None:
+        return "undefined"
+    fmt = f"{{:+.{digits}f}}" if signed else f"{{:.{digits}f}}"
+    text = fmt.format(estimate["value"])
+    if estimate.get("ci_low") is not None and estimate.get("ci_high") is not None:
+        text += f" [{fmt.format(estimate['ci_low'])}, {fmt.format(estimate['ci_high'])}]"
+    return text
+
+
+def _checkpoint_metrics(checkpoint: Mapping[str, Any], tasks: Sequence[str], ks: Sequence[int]) -> dict:
+    """Per task: Pass@K and CoT-Pass@K per K, CALVER checks, mean S/6; then faithfulness and hints."""
+    out: dict[str, Any] = {"tasks": {}}
+    for task in tasks:
+        section = dig(checkpoint, "passk", task) or {}
+        checks = section.get("calver_checks") or {}
+        out["tasks"][task] = {
+            "prompts": section.get("prompts"),
+            "samples": section.get("samples"),
+            "answer_accuracy": section.get("answer_accuracy"),
+            "cot_accuracy": section.get("cot_accuracy"),
+            "pass@k": {str(k): _estimate(dig(section, "k", str(k), "pass@k")) for k in ks},
+            "cot_pass@k": {str(k): _estimate(dig(section, "k", str(k), "cot_pass@k")) for k in ks},
+            "calver_checks": {name: _estimate(dig(checks, "checks", name)) for name in CALVER_CHECKS},
+            "calver_all_six": _estimate(checks.get("all_six")),
+            "calver_mean_score": checks.get("mean_score"),
+        }
+    early = dig(checkpoint, "faithfulness", "early_answering") or {}
+    out["faithfulness"] = {
+        "aoc": _estimate(early.get("aoc")),
+        "cir": _estimate(early.get("cir")),
+        "cros_delta": _estimate(dig(checkpoint, "faithfulness", "cros_delta", "mean")),
+    }
+    out["hints"] = {"mean_normalized": _estimate(dig(checkpoint, "hints", "mean_normalized"))}
+    return out
+
+
+def summarize(
+    report: Mapping[str, Any], *, baseline: str, tasks: Sequence[str] | None = None
+) -> dict[str, Any]:
+    """Arms × metrics from a ``faithgrpo eval`` report whose reference checkpoint is ``baseline``.
+
+    Args:
+        report: the parsed ``report.json``.
+        baseline: the label every other checkpoint is compared with; it must be the report's
+            reference (the first checkpoint, no ``--baseline``), so the paired rows exist.
+        tasks: evaluation tasks in display order (default: the report's ``--tasks``).
+
+    Returns:
+        ``{"baseline", "tasks", "ks", "checkpoints": {label: metrics}, "paired": {label: {...}}}``;
+        ``paired[label]["tasks"][task]["pass@k"|"cot_pass@k"][k]`` and
+        ``paired[label]["faithfulness"][name]``, ``paired[label]["hints"]`` are the report's
+        ``Estimate`` dicts (difference label − baseline, prompt-clustered bootstrap).
+
+    Raises:
+        ValueError: ``baseline`` is not the report's reference checkpoint.
+    """
+    comparisons = report.get("comparisons") or {}
+    if comparisons.get("reference") != baseline:
+        raise ValueError(
+            f"the report compares against {comparisons.get('reference')!r}, not the baseline arm {baseline!r}: "
+            "evaluate the baseline arm as the first checkpoint (--model/--adapter/--label), without --baseline"
+        )
+    config = report.get("config") or {}
+    tasks = list(tasks if tasks is not None else config.get("tasks") or [])
+    ks = [int(k) for k in config.get("ks") or []]
+    checkpoints = {c["label"]: _checkpoint_metrics(c, tasks, ks) for c in report.get("checkpoints") or []}
+    paired = {}
+    for label in checkpoints:
+        if label == baseline:
+            continue
+        per_task = dig(comparisons, "checkpoints", label) or {}
+        paired[label] = {
+            "tasks": {
+                task: {
+                    name: {str(k): _estimate(dig(per_task, task, str(k), name)) for k in ks}
+                    for name in ("pass@k", "cot_pass@k")
+                }
+                for task in tasks
+            },
+            "faithfulness": {
+                name: _estimate(dig(comparisons, "faithfulness", label, name)) for name, _ in _FAITHFULNESS
+            },
+            "hints": _estimate(dig(comparisons, "hints", label, "mean_normalized")),
+        }
+    return {"baseline": baseline, "tasks": tasks, "ks": ks, "checkpoints": checkpoints, "paired": paired}
+
+
+def reward_curves(metrics_rows: Sequence[Mapping[str, Any]]) -> dict[str, list[tuple[int, float]]]:
+    """``{reward name: [(step, mean), ...]}`` and ``"total"`` (the weighted sum) from ``metrics.jsonl`` rows.
+
+    Example:
+        >>> reward_curves([{"step": 1, "reward": 0.5, "rewards/outcome/mean": 0.25}])
+        {'outcome': [(1, 0.25)], 'total': [(1, 0.5)]}
+    """
+    curves: dict[str, list[tuple[int, float]]] = {}
+    for row in metrics_rows:
+        step = row.get("step")
+        if step is None:
+            continue
+        for key, value in row.items():
+            if key.startswith("rewards/") and key.endswith("/mean") and _finite(value):
+                curves.setdefault(key[len("rewards/") : -len("/mean")], []).append((int(step), float(value)))
+        if _finite(row.get("reward")):
+            curves.setdefault("total", []).append((int(step), float(row["reward"])))
+    return curves
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+# ---------------------------------------------------------------------------------------------
+# rendering
+def _task_rows(summary: Mapping[str, Any], task: str) -> list[str]:
+    ks = summary["ks"]
+    kmax, order = str(max(ks)), list(summary["checkpoints"])
+    head = [
+        "checkpoint",
+        "Pass@1",
+        f"Pass@{kmax}",
+        f"CoT-Pass@{kmax}",
+        "all six (per completion)",
+        "mean S/6",
+    ]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for label in order:
+        m = summary["checkpoints"][label]["tasks"][task]
+        mean_score = m["calver_mean_score"]
+        lines.append(
+            "| "
+            + " | ".join(
+                [
+                    label,
+                    format_interval(m["pass@k"].get("1")),
+                    format_interval(m["pass@k"].get(kmax)),
+                    format_interval(m["cot_pass@k"].get(kmax)),
+                    format_interval(m["calver_all_six"]),
+                    "undefined" if mean_score is None else f"{mean_score:.3f}",
+                ]
+            )
+            + " |"
+        )
+    checks = ["| checkpoint | " + " | ".join(CALVER_CHECKS) + " |", "|" + "---|" * (len(CALVER_CHECKS) + 1)]
+    for label in order:
+        m = summary["checkpoints"][label]["tasks"][task]["calver_checks"]
+        values = [
+            ("—" if not m[c] or m[c]["value"] is None else f"{m[c]['value']:.2f}") for c in CALVER_CHECKS
+        ]
+        checks.append(f"| {label} | " + " | ".join(values) + " |")
+    paired = [
+        f"| checkpoint − {summary['baseline']} | ΔPass@1 | ΔPass@{kmax} | ΔCoT-Pass@1 | ΔCoT-Pass@{kmax} |",
+        "|---|---|---|---|---|",
+    ]
+    for label, p in summary["paired"].items():
+        t = p["tasks"][task]
+        paired.append(
+            f"| {label} | {format_interval(t['pass@k'].get('1'), signed=True)} | "
+            f"{format_interval(t['pass@k'].get(kmax), signed=True)} | "
+            f"{format_interval(t['cot_pass@k'].get('1'), signed=True)} | "
+            f"{format_interval(t['cot_pass@k'].get(kmax), signed=True)} |"
+        )
+    return [*lines, "", "CALVER per-check pass rates (all completions):", "", *checks, "",
+            "Paired differences against the baseline arm (same prompts; 95 % bootstrap over prompts):", "",
+            *paired]  # fmt: skip
+
+
+def render_markdown(
+    summary: Mapping[str, Any],
+    *,
+    title: str,
+    preamble: Sequence[str] = (),
+    task_titles: Mapping[str, str] = (),
+) -> str:
+    """The results page: one section per evaluation task, then faithfulness and hints, then the arms' wall times."""
+    task_titles = dict(task_titles)
+    lines = [f"# {title}", "", *preamble]
+    for task in summary["tasks"]:
+        lines += ["", f"## {task_titles.get(task, task)}", "", *_task_rows(summary, task)]
+    lines += ["", "## Faithfulness metrics and hints", ""]
+    head = ["checkpoint", *(name for _, name in _FAITHFULNESS), "hint score (normalised, mean)"]
+    lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for label, m in summary["checkpoints"].items():
+        cells = [format_interval(m["faithfulness"][key]) for key, _ in _FAITHFULNESS]
+        lines.append(
+            f"| {label} | " + " | ".join(cells) + f" | {format_interval(m['hints']['mean_normalized'])} |"
+        )
+    lines += ["", f"Paired against {summary['baseline']}:", ""]
+    lines += ["| checkpoint | " + " | ".join(f"Δ {name}" for _, name in _FAITHFULNESS) + " | Δ hint score |",
+              "|" + "---|" * (len(_FAITHFULNESS) + 2)]  # fmt: skip
+    for label, p in summary["paired"].items():
+        cells = [format_interval(p["faithfulness"][key], signed=True) for key, _ in _FAITHFULNESS]
+        lines.append(f"| {label} | " + " | ".join(cells) + f" | {format_interval(p['hints'], signed=True)} |")
+    return "\n".join(lines) + "\n"
+
+
+def plot_metrics(summary: Mapping[str, Any], path: str | Path) -> Path:
+    """One panel per evaluation task: Pass@1, Pass@K, CoT-Pass@K and all-six rate per checkpoint, with intervals."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    kmax = str(max(summary["ks"]))
+    metrics = [("Pass@1", "pass@k", "1"), (f"Pass@{kmax}", "pass@k", kmax), (f"CoT-Pass@{kmax}", "cot_pass@k", kmax),
+               ("all six", "calver_all_six", None)]  # fmt: skip
+    labels = list(summary["checkpoints"])
+    fig, axes = plt.subplots(1, len(summary["tasks"]), figsize=(6 * len(summary["tasks"]), 4), squeeze=False)
+    width = 0.8 / max(len(labels), 1)
+    for ax, task in zip(axes[0], summary["tasks"]):
+        for i, label in enumerate(labels):
+            m = summary["checkpoints"][label]["tasks"][task]
+            values, lows, highs = [], [], []
+            for _, key, k in metrics:
+                est = m[key].get(k) if k is not None else m[key]
+                v = est["value"] if est and est["value"] is not None else float("nan")
+                values.append(v)
+                lows.append(v - est["ci_low"] if est and est.get("ci_low") is not None else 0.0)
+                highs.append(est["ci_high"] - v if est and est.get("ci_high") is not None else 0.0)
+            xs = [j + (i - (len(labels) - 1) / 2) * width for j in range(len(metrics))]
+            ax.bar(xs, values, width, yerr=[lows, highs], capsize=2, label=label)
+        ax.set_xticks(range(len(metrics)), [name for name, _, _ in metrics])
+        ax.set(ylim=(0, 1.05), title=task, ylabel="rate (95 % CI over prompts)")
+    axes[0][0].legend(fontsize=8)
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_reward_curves(
+    curves: Mapping[str, Mapping[str, Sequence[tuple[int, float]]]], path: str | Path
+) -> Path:
+    """Each reward's mean per training step, one panel per reward, one line per arm."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = sorted({name for per_arm in curves.values() for name in per_arm}, key=lambda n: (n == "total", n))
+    fig, axes = plt.subplots(1, max(len(names), 1), figsize=(3.2 * max(len(names), 1), 3), squeeze=False)
+    for ax, name in zip(axes[0], names):
+        for arm, per_arm in curves.items():
+            points = per_arm.get(name) or []
+            if points:
+                ax.plot([s for s, _ in points], [v for _, v in points], label=arm, lw=1.2)
+        ax.set(title=name, xlabel="step")
+    axes[0][0].legend(fontsize=7)
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def write_json(path: str | Path, payload: Any) -> Path:
+    """Pretty JSON with a trailing newline (NaN refused: a results file must parse everywhere)."""
+    path = Path(path)
+    path.write_text(json.dumps(payload, indent=2, allow_nan=False) + "\n", encoding="utf-8")
+    return path

@@ -1,0 +1,252 @@
+"""The reward ablation (recipes/ablation.py): config checks, the results summary, and the smoke run end to end."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from faithgrpo.eval.ablation import format_interval, render_markdown, reward_curves, summarize
+from faithgrpo.watchdog import run_with_deadline
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIG = ROOT / "recipes" / "configs" / "ablation_cpu.yaml"
+
+
+def _ablation_module():
+    spec = importlib.util.spec_from_file_location("ablation_recipe", ROOT / "recipes" / "ablation.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# ---------------------------------------------------------------------------------------------
+# config
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("colour=blue", "unknown ablation config key"),
+        ("arms.outcome_format.brevity=1.0", "not in rewards"),
+        ("arms.full.calver=-1", "must be a number >= 0"),
+        ("train.reward_weights=[1.0]", "sets per arm"),
+        ("baseline=best", "is not an arm"),
+        ("eval.shifted=causal_graph", "must be different tasks"),
+        ("eval.sample=8", "unknown eval key"),
+        ("seeds=[0, one]", "seeds must be a list of integers"),
+        ("arms.sft={outcome: 1.0}", "not 'sft'"),
+        ("train.max_steps", "takes key=value"),
+    ],
+)
+def test_bad_config_is_refused_naming_the_key(override, message):
+    ablation = _ablation_module()
+    with pytest.raises(ablation.AblationError, match=message):
+        ablation.load_config(CONFIG, [override])
+
+
+def test_the_cpu_config_runs_every_arm_with_every_reward_and_only_the_weights_differ(tmp_path):
+    ablation = _ablation_module()
+    config = ablation.load_config(CONFIG, ["seeds=[0, 1]"])
+    runs = ablation.labels(config)
+    # the baseline first (the eval's paired reference), every arm once per seed
+    assert runs[0] == ("outcome_format-s0", "outcome_format", 0)
+    assert sorted(runs) == sorted((f"{a}-s{s}", a, s) for a in config["arms"] for s in (0, 1))
+    commands = {
+        label: ablation.arm_command(config, arm, seed, "/sft", tmp_path / label) for label, arm, seed in runs
+    }
+    yamls = {(tmp_path / label / "train.yaml").read_text() for label in commands}
+    assert len(yamls) == 1, "every arm trains with the same shared settings"
+
+    def flags(command):
+        out, i = {}, 2
+        while i < len(command):
+            j = i + 1
+            while j < len(command) and not command[j].startswith("--"):
+                j += 1
+            out[command[i]] = command[i + 1 : j]
+            i = j
+        return out
+
+    parsed = {label: flags(c) for label, c in commands.items()}
+    for label, arm, seed in runs:
+        f = parsed[label]
+        assert f["--reward_funcs"] == ["outcome", "format", "trace_format", "cros", "calver"]
+        expected = [float(config["arms"][arm].get(r, 0.0)) for r in f["--reward_funcs"]]
+        assert [float(w) for w in f["--reward_weights"]] == expected
+        assert f["--seed"] == [str(seed)] and f["--warm_start_adapter"] == ["/sft"]
+        others = {
+            k: v for k, v in f.items() if k not in ("--reward_weights", "--output_dir", "--config", "--seed")
+        }
+        assert others == {k: v for k, v in parsed[runs[0][0]].items() if k in others}
+    shared = yaml.safe_load(next(iter(yamls)))
+    assert shared["system_prompt"] == config["system_prompt"] and shared["causal"] == config["causal"]
+
+
+def test_the_eval_puts_the_baseline_first_and_evaluates_both_task_sets_on_the_training_prompt(tmp_path):
+    ablation = _ablation_module()
+    config = ablation.load_config(CONFIG)
+    command = ablation.eval_command(config, tmp_path, "/sft")
+    i = command.index("--label")
+    assert command[i + 1] == "outcome_format" and "--baseline" not in command
+    checkpoints = [command[j + 1] for j, c in enumerate(command) if c == "--checkpoint"]
+    assert checkpoints == ["sft", "plus_calver", "plus_cros", "full"]
+    task_config = json.loads(command[command.index("--task-config") + 1])
+    assert command[command.index("--tasks") + 1] == "causal_graph,causal_story"
+    assert task_config["causal_graph"]["max_nodes"] == config["causal"]["max_nodes"]
+    assert task_config["causal_story"]["min_nodes"] == config["eval"]["shifted_causal"]["min_nodes"]
+    assert all(t["system_prompt"] == config["system_prompt"] for t in task_config.values())
+
+
+# ---------------------------------------------------------------------------------------------
+# results summary
+def _est(value, low=None, high=None, n=4, reason=None):
+    return {"value": value, "ci_low": low, "ci_high": high, "n": n, "reason": reason}
+
+
+def _checkpoint(label, pass1, cot1, checks):
+    return {
+        "label": label,
+        "passk": {
+            "causal_graph": {
+                "prompts": 4,
+                "samples": 2,
+                "k": {"1": {"pass@k": _est(pass1, 0.0, 1.0), "cot_pass@k": _est(cot1, 0.0, 1.0)}},
+                "calver_checks": {
+                    "checks": {name: _est(v) for name, v in checks.items()},
+                    "all_six": _est(cot1),
+                    "mean_score": sum(checks.values()) / 6,
+                },
+            }
+        },
+        "faithfulness": {
+            "early_answering": {"aoc": _est(0.5), "cir": _est(None, reason="no answer")},
+            "cros_delta": {"mean": _est(0.1)},
+        },
+        "hints": None,
+    }
+
+
+def _report():
+    names = ("graph", "query", "strategy", "derivation", "result", "answer")
+    return {
+        "config": {"tasks": ["causal_graph"], "ks": [1]},
+        "checkpoints": [
+            _checkpoint("base", 0.5, 0.25, dict.fromkeys(names, 0.5)),
+            _checkpoint("arm", 0.75, 0.5, {**dict.fromkeys(names, 1.0), "graph": 0.0}),
+        ],
+        "comparisons": {
+            "reference": "base",
+            "checkpoints": {
+                "arm": {
+                    "causal_graph": {
+                        "1": {"pass@k": _est(0.25, -0.25, 0.5), "cot_pass@k": _est(0.25, 0.0, 0.5)}
+                    }
+                }
+            },
+            "faithfulness": {"arm": {"aoc": _est(-0.1), "cir": _est(None), "cros_delta": _est(0.05)}},
+        },
+    }
+
+
+def test_summary_reads_every_metric_and_the_paired_rows_from_the_report():
+    summary = summarize(_report(), baseline="base")
+    arm = summary["checkpoints"]["arm"]["tasks"]["causal_graph"]
+    assert arm["pass@k"]["1"]["value"] == 0.75 and arm["cot_pass@k"]["1"]["value"] == 0.5
+    assert arm["calver_checks"]["graph"]["value"] == 0.0 and arm["calver_checks"]["answer"]["value"] == 1.0
+    assert arm["calver_mean_score"] == pytest.approx(5 / 6)
+    paired = summary["paired"]["arm"]
+    assert list(summary["paired"]) == ["arm"], "the baseline is not paired with itself"
+    assert paired["tasks"]["causal_graph"]["cot_pass@k"]["1"] == _est(0.25, 0.0, 0.5)
+    assert paired["faithfulness"]["aoc"]["value"] == -0.1 and paired["hints"] is None
+    markdown = render_markdown(summary, title="t")
+    assert "| arm | 0.750 [0.000, 1.000] |" in markdown
+    # K = 1 is also the largest K here: ΔPass@1, ΔPass@Kmax, ΔCoT-Pass@1, ΔCoT-Pass@Kmax
+    pass_diff, cot_diff = "+0.250 [-0.250, +0.500]", "+0.250 [+0.000, +0.500]"
+    assert f"| arm | {pass_diff} | {pass_diff} | {cot_diff} | {cot_diff} |" in markdown
+    assert "| arm | 0.00 | 1.00 | 1.00 | 1.00 | 1.00 | 1.00 |" in markdown
+
+
+def test_summary_refuses_a_report_whose_reference_is_not_the_baseline_arm():
+    with pytest.raises(ValueError, match="compares against 'base'"):
+        summarize(_report(), baseline="arm")
+
+
+def test_reward_curves_keep_finite_means_per_reward_and_the_weighted_total():
+    rows = [
+        {"step": 1, "reward": 0.5, "rewards/outcome/mean": 0.25, "rewards/calver/mean": None},
+        {"step": 2, "reward": float("nan"), "rewards/outcome/mean": 0.5, "rewards/calver/mean": 0.125},
+        {"epoch": 1.0, "train_runtime": 3.0},
+    ]
+    assert reward_curves(rows) == {
+        "outcome": [(1, 0.25), (2, 0.5)],
+        "total": [(1, 0.5)],
+        "calver": [(2, 0.125)],
+    }
+    assert format_interval(_est(-0.125, -0.5, 0.25), signed=True) == "-0.125 [-0.500, +0.250]"
+
+
+# ---------------------------------------------------------------------------------------------
+# the whole ablation on a tiny model
+@pytest.mark.slow
+def test_smoke_ablation_shares_one_warm_start_and_data_and_reports_paired_intervals(tmp_path):
+    out = tmp_path / "ablation"
+    command = [sys.executable, str(ROOT / "recipes" / "ablation.py"), "--smoke", "--output_dir", str(out)]
+    done = run_with_deadline(command, timeout=1500, cwd=ROOT)
+    assert done.returncode == 0, done.log()
+    config = yaml.safe_load(CONFIG.read_text())
+    arms = list(config["arms"])
+    results = json.loads((out / "results" / "ablation_smoke.json").read_text())
+
+    # one warm start, trained once, continued by every arm
+    (cached,) = (out / "warm_start_cache").iterdir()
+    assert results["warm_start"]["adapter"] == str(cached)
+    for arm in arms:
+        note = json.loads((out / "arms" / arm / "warm_start.json").read_text())
+        assert note["adapter"] == str(cached)
+
+    # same prompts in the same order, and at step 1 (same policy, same seed) the same completions
+    def step_rows(arm):
+        rows = [
+            json.loads(line) for line in (out / "arms" / arm / "completions.jsonl").read_text().splitlines()
+        ]
+        return [(r["step"], r["prompt"], r["completion"]) for r in rows], rows
+
+    first, _ = step_rows(arms[0])
+    assert first, "completions.jsonl is empty"
+    for arm in arms[1:]:
+        assert step_rows(arm)[0] == first, f"{arm} saw other prompts or generated other completions at step 1"
+    # each arm logged every reward and trained on its own weights
+    for arm in arms:
+        _, rows = step_rows(arm)
+        assert set(rows[0]["rewards"]) == set(config["rewards"])
+        assert results["arms"][arm]["weights"] == config["arms"][arm]
+    # every section, every paired row with an interval
+    summary = results["summary"]
+    assert list(summary["checkpoints"]) == [arms[0], "sft", *arms[1:]]
+    assert set(summary["paired"]) == {"sft", *arms[1:]}
+    for paired in summary["paired"].values():
+        for task in ("causal_graph", "causal_story"):
+            estimate = paired["tasks"][task]["cot_pass@k"]["2"]
+            assert (
+                estimate["value"] is not None
+                and estimate["ci_low"] <= estimate["value"] <= estimate["ci_high"]
+            )
+    markdown = (out / "results" / "ablation_smoke.md").read_text()
+    for heading in (
+        "## Held-out: causal_graph",
+        "## Shifted: causal_story",
+        "## Faithfulness metrics and hints",
+    ):
+        assert heading in markdown
+    assert markdown.count("Paired differences against the baseline arm") == 2
+    assert (out / "results" / "ablation_smoke_metrics.png").stat().st_size > 0
+    assert (out / "results" / "ablation_smoke_rewards.png").stat().st_size > 0
+
+    # a second run reuses the warm start, the arms and the cached completions
+    again = run_with_deadline(command, timeout=900, cwd=ROOT)
+    assert again.returncode == 0, again.log()
+    assert "warm start: reusing" in again.stdout
+    assert all(f"arm {arm}: reusing" in again.stdout for arm in arms)

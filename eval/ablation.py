@@ -28,9 +28,11 @@ from faithgrpo.eval.results import dig
 __all__ = [
     "CALVER_CHECKS",
     "format_interval",
+    "per_kind_rates",
     "plot_metrics",
     "plot_reward_curves",
     "render_markdown",
+    "render_per_kind",
     "reward_curves",
     "summarize",
 ]
@@ -158,6 +160,66 @@ def reward_curves(metrics_rows: Sequence[Mapping[str, Any]]) -> dict[str, list[t
         if _finite(row.get("reward")):
             curves.setdefault("total", []).append((int(step), float(row["reward"])))
     return curves
+
+
+def per_kind_rates(
+    completions_path: str | Path, rows: Sequence[Mapping[str, Any]]
+) -> dict[str, dict[str, Any]]:
+    """Per query kind: answer-correct and all-six (certificate) rates over an eval's cached completions.
+
+    A breakdown the report does not carry (it pools the kinds): which kinds a checkpoint has learned.
+    Each completion is graded by the eval's own graders (`faithgrpo.eval.adapters.answer_checker`,
+    CALVER `score_trace`), so the pooled rates equal the report's.
+
+    Args:
+        completions_path: ``OUT/<label>/completions_<task>.jsonl`` of a ``faithgrpo eval`` run.
+        rows: the task rows it sampled (`faithgrpo.eval.adapters.task_rows` with the eval's
+            prompts, seed and task config), matched by ``id``.
+
+    Returns:
+        ``{kind: {"prompts", "completions", "answer_rate", "all_six_rate", "mean_score"}}``.
+    """
+    from faithgrpo.eval.adapters import answer_checker
+    from faithgrpo.rewards.calver import prepare_problem, score_trace
+
+    by_id = {row["id"]: row for row in rows}
+    tallies: dict[str, dict[str, float]] = {}
+    for line in Path(completions_path).read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        row = by_id[record["id"]]
+        kind = json.loads(row["problem"])["query"]["kind"]
+        grade, prepared = answer_checker(row), prepare_problem(row["problem"])
+        t = tallies.setdefault(kind, {"prompts": 0, "completions": 0, "correct": 0, "all_six": 0, "score": 0})
+        t["prompts"] += 1
+        for text in record["completions"]:
+            score = score_trace(text, prepared)
+            t["completions"] += 1
+            t["correct"] += bool(grade(text))
+            t["all_six"] += score.passed
+            t["score"] += score.total / 6
+    return {
+        kind: {
+            "prompts": t["prompts"],
+            "completions": t["completions"],
+            "answer_rate": t["correct"] / t["completions"],
+            "all_six_rate": t["all_six"] / t["completions"],
+            "mean_score": t["score"] / t["completions"],
+        }
+        for kind, t in sorted(tallies.items())
+        if t["completions"]
+    }
+
+
+def render_per_kind(per_kind: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> list[str]:
+    """Markdown rows: per checkpoint, ``answer / all six`` per query kind."""
+    kinds = sorted({kind for per in per_kind.values() for kind in per})
+    lines = ["| checkpoint | " + " | ".join(kinds) + " |", "|" + "---|" * (len(kinds) + 1)]
+    for label, per in per_kind.items():
+        cells = [
+            f"{per[k]['answer_rate']:.2f} / {per[k]['all_six_rate']:.2f}" if k in per else "—" for k in kinds
+        ]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return lines
 
 
 def _finite(value: Any) -> bool:

@@ -298,17 +298,25 @@ def train_arms(config: dict[str, Any], out: Path, adapter: str) -> dict[str, Any
     return records
 
 
-def eval_command(config: dict[str, Any], out: Path, adapter: str) -> list[str]:
-    """One ``faithgrpo eval`` over the baseline arm (first: the paired reference), the warm start, the rest."""
-    ev, model = config["eval"], config["model_name_or_path"]
-    runs = labels(config)
-    (base_label, _, _), rest = runs[0], runs[1:]
+def eval_task_configs(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """``--task-config`` of the evaluation: the training distribution (held out) and its shifted variant."""
+    ev = config["eval"]
     held, shifted = ev.get("held_out", "causal_graph"), ev.get("shifted", "causal_story")
     causal = dict(config.get("causal") or {})
     task_config = {held: dict(causal), shifted: {**causal, **(ev.get("shifted_causal") or {})}}
     if config.get("system_prompt"):
         for fields in task_config.values():
             fields["system_prompt"] = config["system_prompt"]
+    return task_config
+
+
+def eval_command(config: dict[str, Any], out: Path, adapter: str) -> list[str]:
+    """One ``faithgrpo eval`` over the baseline arm (first: the paired reference), the warm start, the rest."""
+    ev, model = config["eval"], config["model_name_or_path"]
+    runs = labels(config)
+    (base_label, _, _), rest = runs[0], runs[1:]
+    held, shifted = ev.get("held_out", "causal_graph"), ev.get("shifted", "causal_story")
+    task_config = eval_task_configs(config)
     command = [
         sys.executable, "-m", "faithgrpo.cli", "eval",
         "--model", model, "--adapter", str(out / "arms" / base_label), "--label", base_label,
@@ -343,13 +351,16 @@ def write_results(
 ) -> dict[str, Path]:
     """The results page (Markdown, JSON, two PNGs) from the eval report and the arms' metrics."""
     from faithgrpo.eval.ablation import (
+        per_kind_rates,
         plot_metrics,
         plot_reward_curves,
         render_markdown,
+        render_per_kind,
         reward_curves,
         summarize,
     )
     from faithgrpo.eval.ablation import write_json as write_results_json
+    from faithgrpo.eval.adapters import task_rows
     from faithgrpo.trainers.callbacks import read_metrics
 
     report = json.loads((out / "eval" / "report.json").read_text())
@@ -368,6 +379,13 @@ def write_results(
     }
     ev = config["eval"]
     held, shifted = ev.get("held_out", "causal_graph"), ev.get("shifted", "causal_story")
+    per_kind = {}
+    for task, task_config in eval_task_configs(config).items():
+        rows = task_rows(task, int(ev.get("prompts", 16)), int(ev.get("seed", 101)), task_config)
+        per_kind[task] = {
+            label: per_kind_rates(out / "eval" / label / f"completions_{task}.jsonl", rows)
+            for label in summary["checkpoints"]
+        }
     payload = {
         "config": {k: v for k, v in config.items() if not k.startswith("_")},
         "machine": {
@@ -379,6 +397,7 @@ def write_results(
         "arms": {label: {k: v for k, v in r.items() if k != "identity"} for label, r in arms.items()},
         "evaluation": evaluation,
         "summary": summary,
+        "per_kind": per_kind,
         "reward_curves": curves,
     }
     write_results_json(paths["json"], payload)
@@ -411,6 +430,12 @@ def write_results(
         preamble=preamble,
         task_titles={held: f"Held-out: {held}", shifted: f"Shifted: {shifted}"},
     )
+    for task, per_label in per_kind.items():
+        markdown += (
+            f"\n## Per query kind, {task}: answer correct / all six CALVER checks (per completion)\n\n"
+            + "\n".join(render_per_kind(per_label))
+            + "\n"
+        )
     paths["markdown"].write_text(markdown, encoding="utf-8")
     return paths
 
@@ -429,7 +454,9 @@ def smoke_config(config: dict[str, Any], out: Path) -> dict[str, Any]:
     from faithgrpo.testing import save_tiny_causal_lm
 
     config = copy.deepcopy(config)
-    model = save_tiny_causal_lm(out / "tiny_model", "llama", seed=0)
+    model = out / "tiny_model"
+    if not (model / "config.json").is_file():  # a rerun keeps the files, so the eval's caches stay valid
+        model = save_tiny_causal_lm(model, "llama", seed=0)
     sft = {
         "model_name_or_path": str(model), "use_peft": True, "lora_r": 4, "lora_alpha": 8,
         "lora_target_modules": ["q_proj", "v_proj"], "task_size": 4, "task_seed": 1, "causal_weight": 1.0,

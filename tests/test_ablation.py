@@ -250,3 +250,27 @@ def test_smoke_ablation_shares_one_warm_start_and_data_and_reports_paired_interv
     assert again.returncode == 0, again.log()
     assert "warm start: reusing" in again.stdout
     assert all(f"arm {arm}: reusing" in again.stdout for arm in arms)
+
+
+def test_per_kind_rates_grade_each_cached_completion_by_its_rows_kind(tmp_path):
+    from faithgrpo.eval.ablation import per_kind_rates
+    from faithgrpo.eval.adapters import task_rows
+    from faithgrpo.tasks.gold import gold_trace
+
+    config = {"min_nodes": 4, "max_nodes": 4, "query_kinds": ["directed_path", "mediator"]}
+    rows = task_rows("causal_graph", 6, seed=3, config=config)
+    kinds = [json.loads(r["problem"])["query"]["kind"] for r in rows]
+    path = tmp_path / "completions_causal_graph.jsonl"
+    # per prompt: one gold trace (right answer, 6/6) and one bare wrong-format answer (0/6, not graded right)
+    path.write_text(
+        "".join(
+            json.dumps({"id": r["id"], "completions": [gold_trace(r["problem"], plain=True), "no idea"]})
+            + "\n"
+            for r in rows
+        )
+    )
+    rates = per_kind_rates(path, rows)
+    assert set(rates) == set(kinds)
+    for kind, r in rates.items():
+        assert r["prompts"] == kinds.count(kind) and r["completions"] == 2 * kinds.count(kind)
+        assert r["answer_rate"] == r["all_six_rate"] == r["mean_score"] == 0.5

@@ -27,6 +27,7 @@ from faithgrpo.eval.results import dig
 
 __all__ = [
     "CALVER_CHECKS",
+    "advantage_sources",
     "format_interval",
     "per_kind_rates",
     "plot_metrics",
@@ -207,6 +208,63 @@ def per_kind_rates(
         }
         for kind, t in sorted(tallies.items())
         if t["completions"]
+    }
+
+
+def advantage_sources(
+    completions: Sequence[Mapping[str, Any]], weights: Mapping[str, float]
+) -> dict[str, Any]:
+    """Which rewards moved a run's group advantages: the spread each weighted reward puts into its groups.
+
+    GRPO's advantage is the weighted reward sum centred (and scaled) within each group of
+    completions of one prompt, so a reward that is constant within a group contributes nothing there.
+    Per group and reward this takes ``Σ_i |w·(x_i − mean(x))|`` (NaN/None rewards count as 0, as
+    TRL's ``nansum`` does); a reward's share is its part of the groups' total.
+
+    Args:
+        completions: ``completions.jsonl`` rows (``step``, ``prompt``, ``rewards``), a group being
+            the consecutive rows of one step with the same prompt.
+        weights: reward name -> weight (absent: 0, logged only).
+
+    Returns:
+        ``{"groups", "groups_without_signal", "share": {reward: fraction of all weighted spread},
+        "groups_moved_by": {reward: groups where that reward varies}}``.
+
+    Example:
+        >>> rows = [{"step": 1, "prompt": "p", "rewards": {"outcome": o, "calver": c}}
+        ...         for o, c in ((1.0, 0.5), (0.0, 0.5), (0.0, 1.0), (0.0, 0.0))]
+        >>> advantage_sources(rows, {"outcome": 1.0, "calver": 0.5})["share"]
+        {'outcome': 0.75, 'calver': 0.25}
+    """
+    groups: list[list[Mapping[str, Any]]] = []
+    key = None
+    for row in completions:
+        k = (row.get("step"), json.dumps(row.get("prompt"), sort_keys=True, default=str))
+        if k != key:
+            groups.append([])
+            key = k
+        groups[-1].append(row)
+    names = list(dict.fromkeys(name for row in completions for name in (row.get("rewards") or {})))
+    spread = dict.fromkeys(names, 0.0)
+    moved = dict.fromkeys(names, 0)
+    silent = 0
+    for group in groups:
+        total = 0.0
+        for name in names:
+            xs = [(row.get("rewards") or {}).get(name) for row in group]
+            xs = [x if _finite(x) else 0.0 for x in xs]
+            mean = sum(xs) / len(xs)
+            dev = sum(abs(x - mean) for x in xs)
+            moved[name] += dev > 1e-12
+            spread[name] += abs(float(weights.get(name, 0.0))) * dev
+            total += abs(float(weights.get(name, 0.0))) * dev
+        silent += total <= 1e-12
+    grand = sum(spread.values())
+    return {
+        "groups": len(groups),
+        "groups_without_signal": silent,
+        "share": {n: round(spread[n] / grand, 6) if grand else 0.0 for n in names if weights.get(n)},
+        "groups_moved_by": moved,
     }
 
 

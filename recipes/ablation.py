@@ -351,6 +351,7 @@ def write_results(
 ) -> dict[str, Path]:
     """The results page (Markdown, JSON, two PNGs) from the eval report and the arms' metrics."""
     from faithgrpo.eval.ablation import (
+        advantage_sources,
         per_kind_rates,
         plot_metrics,
         plot_reward_curves,
@@ -386,6 +387,10 @@ def write_results(
             label: per_kind_rates(out / "eval" / label / f"completions_{task}.jsonl", rows)
             for label in summary["checkpoints"]
         }
+    sources = {}
+    for label, record in arms.items():
+        rows = read_metrics(out / "arms" / label / "completions.jsonl")
+        sources[label] = advantage_sources(rows, record["weights"])
     payload = {
         "config": {k: v for k, v in config.items() if not k.startswith("_")},
         "machine": {
@@ -398,6 +403,7 @@ def write_results(
         "evaluation": evaluation,
         "summary": summary,
         "per_kind": per_kind,
+        "advantage_sources": sources,
         "reward_curves": curves,
     }
     write_results_json(paths["json"], payload)
@@ -430,6 +436,22 @@ def write_results(
         preamble=preamble,
         task_titles={held: f"Held-out: {held}", shifted: f"Shifted: {shifted}"},
     )
+    rewards = config["rewards"]
+    markdown += (
+        "\n## What moved the advantages in training\n\nShare of the weighted within-group reward spread "
+        "per reward (GRPO's advantage is the weighted sum centred within each group; a reward constant "
+        "within a group adds nothing there), and groups where no trained reward varied:\n\n"
+        "| arm | groups | without signal | "
+        + " | ".join(rewards)
+        + " |\n|"
+        + "---|" * (len(rewards) + 3)
+        + "\n"
+    )
+    for label, src in sources.items():
+        cells = [f"{src['share'][r]:.2f}" if r in src["share"] else "—" for r in rewards]
+        markdown += (
+            f"| {label} | {src['groups']} | {src['groups_without_signal']} | " + " | ".join(cells) + " |\n"
+        )
     for task, per_label in per_kind.items():
         markdown += (
             f"\n## Per query kind, {task}: answer correct / all six CALVER checks (per completion)\n\n"

@@ -242,6 +242,9 @@ def test_smoke_ablation_shares_one_warm_start_and_data_and_reports_paired_interv
     ):
         assert heading in markdown
     assert markdown.count("Paired differences against the baseline arm") == 2
+    assert "## What moved the advantages in training" in markdown
+    assert set(results["advantage_sources"]) == set(arms)
+    assert all(s["groups"] >= 1 for s in results["advantage_sources"].values())
     assert (out / "results" / "ablation_smoke_metrics.png").stat().st_size > 0
     assert (out / "results" / "ablation_smoke_rewards.png").stat().st_size > 0
 
@@ -274,3 +277,12 @@ def test_per_kind_rates_grade_each_cached_completion_by_its_rows_kind(tmp_path):
     for kind, r in rates.items():
         assert r["prompts"] == kinds.count(kind) and r["completions"] == 2 * kinds.count(kind)
         assert r["answer_rate"] == r["all_six_rate"] == r["mean_score"] == 0.5
+
+
+def test_results_module_docstring_examples():
+    import doctest
+
+    from faithgrpo.eval import ablation
+
+    result = doctest.testmod(ablation)
+    assert result.attempted >= 4 and result.failed == 0

@@ -10,7 +10,7 @@ so ``import faithgrpo`` stays instant::
 
 from importlib import import_module
 
-__version__ = "0.7.0"
+__version__ = "0.8.0"
 
 _EXPORTS = {
     "CRoSReward": "faithgrpo.rewards.cros",

@@ -70,10 +70,12 @@ def warm_start_config_path(value: str | None, search_dirs: Sequence[str | os.Pat
     for candidate in (given, *(Path(d) / given for d in search_dirs)):
         if candidate.is_file():
             return candidate.resolve()
-    examples = sorted(p.name for d in search_dirs for p in Path(d).glob("sft*.yaml"))
+    examples = sorted({p.name for d in search_dirs for p in Path(d).glob("sft*.yaml")}) or [
+        "sft_cpu_demo.yaml"
+    ]
     raise RecipeError(
-        f"--warm_start_config {value!r} is not a file; pass an SFT config such as recipes/configs/"
-        f"{examples[0] if examples else 'sft_cpu_demo.yaml'}, or 'none' to train from the base model"
+        f"--warm_start_config {value!r} is not a file; pass an SFT config (recipes/configs: "
+        f"{', '.join(examples)}), or 'none' to train from the base model"
     )
 
 

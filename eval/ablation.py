@@ -395,12 +395,7 @@ def plot_metrics(summary: Mapping[str, Any], path: str | Path) -> Path:
             ax.bar(xs, values, width, yerr=[lows, highs], capsize=2, label=label)
         ax.set_xticks(range(len(metrics)), [name for name, _, _ in metrics])
         ax.set(ylim=(0, 1.05), title=task, ylabel="rate (95 % CI over prompts)")
-    axes[0][0].legend(fontsize=8)
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, axes[0][0], path, legend_size=8)
 
 
 def plot_reward_curves(
@@ -420,7 +415,13 @@ def plot_reward_curves(
             if points:
                 ax.plot([s for s, _ in points], [v for _, v in points], label=arm, lw=1.2)
         ax.set(title=name, xlabel="step")
-    axes[0][0].legend(fontsize=7)
+    return _save(fig, axes[0][0], path, legend_size=7)
+
+
+def _save(fig, legend_axis, path: str | Path, *, legend_size: int) -> Path:
+    import matplotlib.pyplot as plt
+
+    legend_axis.legend(fontsize=legend_size)
     fig.tight_layout()
     path = Path(path)
     fig.savefig(path, dpi=110)

@@ -143,12 +143,19 @@ def summarize(
     return {"baseline": baseline, "tasks": tasks, "ks": ks, "checkpoints": checkpoints, "paired": paired}
 
 
+#: Training diagnostics drawn next to the reward means: CRoS's mean Δ (its reward, a within-group
+#: rank, has mean 0.5 by construction) and the share of completions passing CALVER's derivation check.
+CURVE_DIAGNOSTICS = {"cros/delta_mean": "cros Δ (mean)", "calver/derivation": "derivation check"}
+
+
 def reward_curves(metrics_rows: Sequence[Mapping[str, Any]]) -> dict[str, list[tuple[int, float]]]:
-    """``{reward name: [(step, mean), ...]}`` and ``"total"`` (the weighted sum) from ``metrics.jsonl`` rows.
+    """``{name: [(step, value), ...]}`` from ``metrics.jsonl`` rows: each reward's mean, ``"total"``
+    (the weighted sum) and the `CURVE_DIAGNOSTICS`; the CRoS rank's mean (always 0.5) is left out.
 
     Example:
-        >>> reward_curves([{"step": 1, "reward": 0.5, "rewards/outcome/mean": 0.25}])
-        {'outcome': [(1, 0.25)], 'total': [(1, 0.5)]}
+        >>> reward_curves([{"step": 1, "reward": 0.5, "rewards/outcome/mean": 0.25, "rewards/cros/mean": 0.5,
+        ...                 "cros/delta_mean": 0.125}])
+        {'outcome': [(1, 0.25)], 'cros Δ (mean)': [(1, 0.125)], 'total': [(1, 0.5)]}
     """
     curves: dict[str, list[tuple[int, float]]] = {}
     for row in metrics_rows:
@@ -157,7 +164,11 @@ def reward_curves(metrics_rows: Sequence[Mapping[str, Any]]) -> dict[str, list[t
             continue
         for key, value in row.items():
             if key.startswith("rewards/") and key.endswith("/mean") and _finite(value):
-                curves.setdefault(key[len("rewards/") : -len("/mean")], []).append((int(step), float(value)))
+                name = key[len("rewards/") : -len("/mean")]
+                if name != "cros":
+                    curves.setdefault(name, []).append((int(step), float(value)))
+            elif key in CURVE_DIAGNOSTICS and _finite(value):
+                curves.setdefault(CURVE_DIAGNOSTICS[key], []).append((int(step), float(value)))
         if _finite(row.get("reward")):
             curves.setdefault("total", []).append((int(step), float(row["reward"])))
     return curves

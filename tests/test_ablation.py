@@ -176,12 +176,16 @@ def test_summary_refuses_a_report_whose_reference_is_not_the_baseline_arm():
 
 def test_reward_curves_keep_finite_means_per_reward_and_the_weighted_total():
     rows = [
-        {"step": 1, "reward": 0.5, "rewards/outcome/mean": 0.25, "rewards/calver/mean": None},
-        {"step": 2, "reward": float("nan"), "rewards/outcome/mean": 0.5, "rewards/calver/mean": 0.125},
+        {"step": 1, "reward": 0.5, "rewards/outcome/mean": 0.25, "rewards/calver/mean": None,
+         "rewards/cros/mean": 0.5, "cros/delta_mean": 0.25, "calver/derivation": 0.5},
+        {"step": 2, "reward": float("nan"), "rewards/outcome/mean": 0.5, "rewards/calver/mean": 0.125,
+         "rewards/cros/mean": 0.5, "cros/delta_mean": None},
         {"epoch": 1.0, "train_runtime": 3.0},
-    ]
+    ]  # fmt: skip
     assert reward_curves(rows) == {
         "outcome": [(1, 0.25), (2, 0.5)],
+        "cros Δ (mean)": [(1, 0.25)],
+        "derivation check": [(1, 0.5)],
         "total": [(1, 0.5)],
         "calver": [(2, 0.125)],
     }

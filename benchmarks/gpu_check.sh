@@ -136,8 +136,7 @@ if [ "$SMOKE" = 1 ]; then
 else
     "$PY" -c 'import sys, yaml
 config = yaml.safe_load(open("recipes/configs/sft_ablation_cpu.yaml"))
-config.update(use_cpu=False, bf16=True, dtype="bfloat16", save_strategy="no", per_device_train_batch_size=16,
-              max_steps=64)
+config.update(use_cpu=False, bf16=True, dtype="bfloat16")  # the CPU warm start, on the GPU
 yaml.safe_dump(config, open(sys.argv[1], "w"))' "$OUT_DIR/sft_ablation_gpu_check.yaml"
     ABLATION_ARGS=(--set "warm_start_config=$PWD/$OUT_DIR/sft_ablation_gpu_check.yaml"
         --set "warm_start_cache=$PWD/$OUT_DIR/warm_start" --set train.use_cpu=false --set train.bf16=true

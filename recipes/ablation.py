@@ -411,7 +411,9 @@ def write_results(
     plot_reward_curves(curves, paths["rewards_png"])
     total = (warm.get("sft_seconds") or 0) + sum(r["seconds"] for r in arms.values()) + evaluation["seconds"]
     preamble = [
-        f"From `python recipes/ablation.py` ({config.get('_config_name', 'config')}); every number below is from "
+        f"From `python recipes/ablation.py` ({config.get('_config_name', 'config')}"
+        + "".join(f" `--set {item}`" for item in config.get("_overrides") or [])
+        + "); every number below is from "
         f"`{out / 'eval' / 'report.json'}`, all of it in `{paths['json'].name}`.",
         "",
         f"- Warm start: `{warm['adapter']}` (SFT {_seconds(warm.get('sft_seconds'))}"
@@ -531,6 +533,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)  # fmt: skip
     try:
         config = load_config(args.config, args.overrides)
+        config["_overrides"] = list(args.overrides)
         config["_config_name"] = (
             os.path.relpath(args.config, ROOT) if Path(args.config).is_absolute() else args.config
         )

@@ -38,6 +38,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import yaml
@@ -182,6 +183,7 @@ def warm_start(config: dict[str, Any], out: Path) -> dict[str, Any]:
     from faithgrpo.trainers.warm_start import (
         WARM_START_RECORD,
         train_warm_start,
+        warm_start_cache,
         warm_start_config_path,
         warm_start_key,
     )
@@ -194,7 +196,8 @@ def warm_start(config: dict[str, Any], out: Path) -> dict[str, Any]:
             raise AblationError("warm_start_config is required: the arms must share one warm start")
         model = config["model_name_or_path"]
         key = warm_start_key(sft_config, model)
-        cache = Path(config.get("warm_start_cache") or _default_cache()).expanduser().resolve()
+        # the GRPO recipe's cache: --warm_start_cache, else $FAITHGRPO_CACHE/warm_start
+        cache = warm_start_cache(SimpleNamespace(warm_start_cache=config.get("warm_start_cache")))
         target = cache / f"sft-{key}"
         reused = (target / WARM_START_RECORD).is_file()
         if not reused:
@@ -209,12 +212,6 @@ def warm_start(config: dict[str, Any], out: Path) -> dict[str, Any]:
     say(f"warm start: {'reusing' if reused else 'trained'} {target} (SFT {record.get('sft_seconds')} s)")
     return {"adapter": str(target), "key": key, "reused": reused, "sft_seconds": record.get("sft_seconds"),
             "config": str(sft_config)}  # fmt: skip
-
-
-def _default_cache() -> Path:
-    from faithgrpo.models import cache_dir
-
-    return cache_dir() / "warm_start"
 
 
 def _with_log(log: Path, fn):
@@ -235,12 +232,6 @@ def _with_log(log: Path, fn):
             os.dup2(saved[1], 2)
             os.close(saved[0])
             os.close(saved[1])
-
-
-def _flag_value(value: Any) -> str:
-    if isinstance(value, (dict, list)):
-        return json.dumps(value)
-    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def arm_command(config: dict[str, Any], arm: str, seed: int, adapter: str, run_dir: Path) -> list[str]:
@@ -264,7 +255,7 @@ def arm_command(config: dict[str, Any], arm: str, seed: int, adapter: str, run_d
         "--output_dir", str(run_dir),
         "--completions_file", "completions.jsonl",
         "--reward_funcs", *config["rewards"],
-        "--reward_weights", *(_flag_value(float(weights.get(r, 0.0))) for r in config["rewards"]),
+        "--reward_weights", *(str(float(weights.get(r, 0.0))) for r in config["rewards"]),
     ]  # fmt: skip
 
 

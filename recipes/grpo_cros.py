@@ -37,6 +37,7 @@ from faithgrpo.trainers.recipe import (
     resolve_model,
     resolve_resume,
     say,
+    single_process_launch_warning,
     validate,
 )
 from faithgrpo.trainers.warm_start import load_warm_started_policy, run_warm_start
@@ -58,6 +59,9 @@ def main(script_args, training_args, model_args, callbacks: list | None = None):
     from faithgrpo.trainers.callbacks import install_callbacks
 
     say(script_args.config_source or "config: as given")
+    launch_warning = single_process_launch_warning()
+    if launch_warning:
+        say(launch_warning)
     reward_funcs = validate(script_args, training_args, model_args, search_dirs=SEARCH_DIRS)
     resume = resolve_resume(training_args)
     dataset = make_dataset(script_args, training_args)

@@ -193,7 +193,11 @@ EXPECTED_BACKEND = {
 
 @pytest.mark.parametrize("config", ACCELERATE_CONFIGS, ids=lambda p: p.stem)
 def test_accelerate_config_loads_and_cros_needs_own_reference_when_sharded(recipe, config, monkeypatch):
+    """Under ZeRO-3/FSDP only full fine-tuning needs --cros_reference; LoRA scores through the policy's
+    own sharded forward with its initial adapter (DESIGN §3.3)."""
     from accelerate.commands.config.config_args import ClusterConfig
+
+    import faithgrpo.trainers.recipe as recipe_lib
 
     cluster = ClusterConfig.from_yaml_file(config)  # unknown keys or bad enums raise here
     distributed_type, sharded = EXPECTED_BACKEND[config.stem]
@@ -208,26 +212,34 @@ def test_accelerate_config_loads_and_cros_needs_own_reference_when_sharded(recip
     # environment the launcher gives each training process.
     gpu_recipe = str(ROOT / "recipes" / "configs" / "qwen2.5-3b-instruct.yaml")
     script, training, model = recipe.parse_args(["--config", gpu_recipe, "--use_cpu", "true"])
+    full = recipe.parse_args(["--config", gpu_recipe, "--use_cpu", "true", "--use_peft", "false"])
     zero3 = str(ROOT / "recipes" / "configs" / "qwen2.5-3b-instruct-zero3.yaml")
-    own_ref = recipe.parse_args(["--config", zero3, "--use_cpu", "true"])
+    own_ref = recipe.parse_args(["--config", zero3, "--use_cpu", "true", "--use_peft", "false"])
     env = _accelerate_env(config)
     for key in [k for k in os.environ if k.startswith("ACCELERATE_")]:
         monkeypatch.delenv(key)
     for key, value in env.items():
         if key.startswith("ACCELERATE_"):
             monkeypatch.setenv(key, value)
+    # DeepSpeed itself is not installed here; validation would name the extra (tested in
+    # test_recipe_library.py). This test is about the reference rule.
+    monkeypatch.setattr(recipe_lib, "_deepspeed_installed", lambda: True)
     assert sharded_backend(training) == sharded
+    assert model.use_peft
+    recipe.validate(script, training, model, check_paths=False)  # LoRA: no second model, anywhere
     if sharded:
-        with pytest.raises(recipe.RecipeError, match=r"--cros_reference"):
-            recipe.validate(script, training, model, check_paths=False)
-        # The ZeRO-3 recipe brings its own reference, so it validates under a sharded backend.
+        with pytest.raises(
+            recipe.RecipeError, match=rf"full fine-tuning under {sharded} shards.*--cros_reference"
+        ):
+            recipe.validate(*full, check_paths=False)
+        # With its own reference, full fine-tuning validates under a sharded backend.
         script, training, model = own_ref
         funcs = recipe.validate(script, training, model, check_paths=False)
         cros = funcs[script.reward_funcs.index("cros")]
         assert cros._reference_path == "Qwen/Qwen2.5-3B-Instruct"
         assert cros.model_kwargs == {"dtype": "bfloat16"}  # loaded in the policy's precision
     else:
-        recipe.validate(script, training, model, check_paths=False)
+        recipe.validate(*full, check_paths=False)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -310,9 +322,9 @@ def test_bad_config_files_are_reported(recipe, tmp_path):
         recipe.parse_args(["--config", str(not_mapping)])
     typo = tmp_path / "typo.yaml"
     typo.write_text((recipe.DEFAULT_CONFIG.read_text()) + "cros_num_scramble: 3\n")
-    # TRL's parser names keys of the file that no dataclass has.
+    # Keys of the file that no dataclass has are named, with the closest known one.
     with pytest.raises(
-        recipe.RecipeError, match=r"Unknown arguments from config file: \['--cros_num_scramble'"
+        recipe.RecipeError, match=r"unknown key 'cros_num_scramble' \(did you mean 'cros_num_scrambles'\?\)"
     ):
         recipe.parse_args(["--config", str(typo)])
     batch = ["--per_device_train_batch_size", "3", "--num_generations", "4"]
@@ -360,6 +372,108 @@ def test_cli_prints_the_error_and_exits_2(tmp_path):
     assert proc.returncode == 2, proc.log()
     assert "error: rewards: Unknown reward name(s) ['nope']" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_cli_bad_cros_reference_exits_2_before_the_warm_start(tmp_path):
+    """Issue #28: a bad --cros_reference failed with a long traceback after the warm start and the
+    policy load; now one line, before any of it (the demo config's warm start is on)."""
+    proc = run_with_deadline(
+        [
+            sys.executable,
+            str(ROOT / "recipes" / "grpo_cros.py"),
+            "--cros_reference",
+            "/nonexistent",
+            "--output_dir",
+            str(tmp_path / "run"),
+        ],
+        timeout=300,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 2, proc.log()
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: --cros_reference"), proc.log()
+    assert "'/nonexistent' does not exist" in lines[0] and "'embedded'" in lines[0]
+    assert "warm start" not in proc.stdout and not (tmp_path / "run").exists()
+
+
+def _bad_references(root: Path, policy: Path) -> dict[str, tuple[str, str]]:
+    """name -> (--cros_reference value, expected message) for references that cannot score the policy."""
+    from faithgrpo.testing import tiny_causal_lm, tiny_tokenizer
+
+    (root / "empty").mkdir()
+    model, _ = tiny_causal_lm("llama", seed=1)
+    model.save_pretrained(root / "other_tokenizer")
+    tiny_tokenizer(vocab_size=400).save_pretrained(root / "other_tokenizer")
+    model.save_pretrained(root / "no_tokenizer")
+    return {
+        "missing": (
+            "/nonexistent/reference",
+            r"--cros_reference: Model path '/nonexistent/reference' does not exist",
+        ),
+        "no_config": (str(root / "empty"), r"--cros_reference .* is a directory without config\.json"),
+        "other_tokenizer": (
+            str(root / "other_tokenizer"),
+            rf"--cros_reference .* has another tokenizer than the policy .*--cros_reference {policy}\)",
+        ),
+        "no_tokenizer": (str(root / "no_tokenizer"), r"--cros_reference .* has no loadable tokenizer"),
+        "hub_offline": (
+            "no-such-org/no-such-model",
+            r"--cros_reference: model 'no-such-org/no-such-model' is not",
+        ),
+    }
+
+
+@pytest.mark.parametrize("case", ["missing", "no_config", "other_tokenizer", "no_tokenizer", "hub_offline"])
+def test_bad_cros_reference_stops_before_the_warm_start_and_any_model_load(
+    recipe, tiny_llama_path, tmp_path, monkeypatch, case
+):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", True)
+    reference, message = _bad_references(tmp_path, tiny_llama_path)[case]
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("the warm start (or a model load) ran before --cros_reference was checked")
+
+    monkeypatch.setattr(recipe, "run_warm_start", no_training)
+    monkeypatch.setattr(recipe, "load_warm_started_policy", no_training)
+    monkeypatch.setattr(recipe, "make_dataset", no_training)
+    args = recipe.parse_args(_tiny_args(tiny_llama_path, tmp_path / "run", "--cros_reference", reference))
+    with pytest.raises(recipe.RecipeError, match=message) as caught:
+        recipe.main(*args)
+    assert "\n" not in str(caught.value)
+
+
+def test_a_cros_reference_with_the_policys_tokenizer_validates(recipe, tiny_llama_path, tmp_path):
+    from faithgrpo.testing import save_tiny_causal_lm
+
+    same = save_tiny_causal_lm(tmp_path / "same_tokenizer", "qwen2", seed=3)  # other weights, same tokenizer
+    for reference in (str(same), str(tiny_llama_path)):
+        args = recipe.parse_args(_tiny_args(tiny_llama_path, tmp_path / "run", "--cros_reference", reference))
+        funcs = recipe.validate(*args)
+        assert funcs[args[0].reward_funcs.index("cros")]._reference_path == reference
+
+
+def test_recipe_warns_when_the_launch_started_fewer_processes(recipe, monkeypatch, capsys):
+    """`accelerate launch --cpu --num_processes 2` runs one plain process (DESIGN §7): the recipe says so
+    in one line and goes on (here it stops at a bad reward name, after the warning)."""
+    import faithgrpo.trainers.recipe as recipe_lib
+
+    for key in ("WORLD_SIZE", "RANK", "PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MV2_COMM_WORLD_SIZE"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("ACCELERATE_USE_CPU", "True")
+    monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
+    monkeypatch.setenv("MASTER_PORT", "29500")
+    monkeypatch.setattr(recipe_lib, "_parent_num_processes", lambda: 2)
+    args = recipe.parse_args(["--reward_funcs", "outcome", "nope", "--reward_weights", "1", "1"])
+    with pytest.raises(recipe.RecipeError, match="nope"):
+        recipe.main(*args)
+    out = capsys.readouterr().out
+    (line,) = [line for line in out.splitlines() if "warning" in line]
+    assert "only 1 process started" in line and "torchrun --nproc_per_node 2 recipes/grpo_cros.py" in line
+    monkeypatch.setenv("WORLD_SIZE", "2")  # torchrun: two ranks, no warning
+    with pytest.raises(recipe.RecipeError, match="nope"):
+        recipe.main(*args)
+    assert "warning" not in capsys.readouterr().out
 
 
 # ---------------------------------------------------------------------------------------------

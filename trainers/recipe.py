@@ -8,9 +8,15 @@ The recipe script stays thin (open-r1 style); what it does before training lives
   rule for the config file (:func:`resolve_config`): ``--config FILE`` when given; the demo config
   when neither ``--config`` nor ``--model_name_or_path`` is given; otherwise no file at all, so TRL's
   ``GRPOConfig``/``ModelConfig`` defaults apply to the model given.
+  Before TRL's parser runs, the config file's keys are checked against the dataclasses' fields (an
+  unknown key is named, with the closest known one, before ``GRPOConfig`` checks the device), and a
+  DeepSpeed run without DeepSpeed installed is named (``GRPOConfig`` would fail on the import).
 - :func:`validate`: every check that needs no training (reward names, ``reward_weights`` length,
-  options, the task mixture, sharded backends without a CRoS reference, reporters, vLLM, model,
-  adapter and checkpoint paths), raising :class:`RecipeError` naming the fix.
+  options, the task mixture, full fine-tuning on sharded backends without a CRoS reference, DeepSpeed,
+  reporters, vLLM, model, CRoS reference, adapter and checkpoint paths), raising :class:`RecipeError`
+  naming the fix.
+- :func:`single_process_launch_warning`: a launch that asked for several processes and got one
+  (``accelerate launch --cpu --num_processes N`` without MPI, DESIGN §7).
 
 Dataset assembly is :mod:`faithgrpo.trainers.data`, the warm start :mod:`faithgrpo.trainers.warm_start`.
 """
@@ -31,7 +37,9 @@ __all__ = [
     "FaithScriptArguments",
     "RecipeError",
     "build_reward_funcs",
+    "check_cros_reference",
     "collect_reward_options",
+    "deepspeed_requested",
     "model_init_kwargs",
     "parse_recipe_args",
     "resolve_config",
@@ -39,6 +47,7 @@ __all__ = [
     "resolve_resume",
     "say",
     "sharded_backend",
+    "single_process_launch_warning",
     "validate",
 ]
 
@@ -90,8 +99,10 @@ class FaithScriptArguments(ScriptArguments):
     cros_reference: str | None = field(
         default=None,
         metadata={
-            "help": "CRoS reference model (path, hub id, 'embedded'). Default: the initial policy, bound by "
-            "FaithGRPOTrainer. Required under DeepSpeed ZeRO-3 / FSDP, where the policy is sharded."
+            "help": "CRoS reference model (path, hub id, 'embedded'; it must use the policy's tokenizer). "
+            "Default: the initial policy, bound by FaithGRPOTrainer. Only for full fine-tuning under "
+            "ZeRO-3/FSDP (with LoRA, CRoS scores through the policy's own forward with its initial adapter, "
+            "no second model). With a warm start the warm-start adapter is applied to it."
         },
     )
     cros_num_scrambles: int | None = field(
@@ -238,6 +249,16 @@ def parse_recipe_args(
     argv, source = resolve_config(list(sys.argv[1:] if argv is None else argv), demo_config)
     parser = TrlParser(dataclass_types)
     try:
+        # Ahead of TRL's parser, which builds GRPOConfig (device, precision and DeepSpeed checks) before
+        # it looks at unknown keys: the user's own mistake is named first.
+        config = _read_config(argv[argv.index("--config") + 1]) if "--config" in argv else None
+        if isinstance(config, dict):
+            _check_config_keys(config, argv[argv.index("--config") + 1], dataclass_types)
+        if (
+            _deepspeed_in_args(argv, config if isinstance(config, dict) else {})
+            and not _deepspeed_installed()
+        ):
+            raise RecipeError(DEEPSPEED_MISSING)
         parsed = parser.parse_args_and_config(argv)
     except RecipeError:
         raise
@@ -255,10 +276,81 @@ def parse_recipe_args(
         ) from None
     except ValueError as error:  # TRL's config checks, GRPOConfig/ModelConfig __post_init__
         raise RecipeError(str(error)) from None
+    except ImportError as error:  # DeepSpeed asked for in a way the pre-check did not see
+        if "deepspeed" in str(error).lower():
+            raise RecipeError(DEEPSPEED_MISSING) from None
+        raise
     parsed[0].config_source = source
     if "--config" in argv:
         parsed[0].config_file = str(Path(argv[argv.index("--config") + 1]).resolve())
     return parsed
+
+
+def _read_config(path: str):
+    """The config file's YAML (OSError and YAMLError are reported by :func:`parse_recipe_args`)."""
+    import yaml
+
+    with open(path, encoding="utf-8") as handle:
+        return yaml.safe_load(handle)
+
+
+def _check_config_keys(config: dict, path: str, dataclass_types: Sequence[type]) -> None:
+    """Name the config keys no dataclass has, each with the closest known name."""
+    import dataclasses
+    import difflib
+
+    known = {f.name for cls in dataclass_types for f in dataclasses.fields(cls) if f.init} | {"env"}
+    unknown = [str(key) for key in config if key not in known]
+    if not unknown:
+        return
+
+    def named(key: str) -> str:
+        close = difflib.get_close_matches(key, known, n=1)
+        return f"{key!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
+
+    raise RecipeError(
+        f"config file {path!r} has unknown key{'s' if len(unknown) > 1 else ''} "
+        f"{', '.join(named(k) for k in unknown)}; fix or remove {'them' if len(unknown) > 1 else 'it'} "
+        "(every key is a flag of recipes/grpo_cros.py --help)"
+    )
+
+
+DEEPSPEED_MISSING = (
+    "this run uses DeepSpeed (--deepspeed or an accelerate DeepSpeed config) but DeepSpeed is not installed; "
+    "pip install 'faithgrpo[deepspeed]', or launch without DeepSpeed"
+)
+_FALSE = ("", "0", "false", "no", "none", "null")
+
+
+def _deepspeed_installed() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("deepspeed") is not None
+
+
+def _deepspeed_env(env) -> bool:
+    return str(env.get("ACCELERATE_USE_DEEPSPEED", "")).strip().lower() in ("1", "true", "yes")
+
+
+def _deepspeed_in_args(argv: Sequence[str], config: dict) -> bool:
+    """Whether the command line, the config file (its ``deepspeed`` key or ``env``) or the environment
+    asks for DeepSpeed, as ``TrainingArguments`` will read them."""
+    value = config.get("deepspeed")
+    for i, arg in enumerate(argv):
+        if arg in ("--deepspeed",) and i + 1 < len(argv):
+            value = argv[i + 1]
+        elif arg.startswith("--deepspeed="):
+            value = arg.split("=", 1)[1]
+    if value is not None and str(value).strip().lower() not in _FALSE:
+        return True
+    env = config.get("env")
+    return _deepspeed_env(os.environ) or (isinstance(env, dict) and _deepspeed_env(env))
+
+
+def deepspeed_requested(training_args) -> bool:
+    """Whether the run uses DeepSpeed: ``--deepspeed`` set, or ``ACCELERATE_USE_DEEPSPEED=true``."""
+    value = getattr(training_args, "deepspeed", None)
+    return (bool(value) and str(value).strip().lower() not in _FALSE) or _deepspeed_env(os.environ)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -346,6 +438,50 @@ def sharded_backend(training_args) -> str | None:
     return None
 
 
+# Set by every launcher that does start several processes (torchrun, accelerate's multi-process
+# launchers, MPI); accelerate's simple launcher sets none of them.
+_WORLD_SIZE_ENV = ("WORLD_SIZE", "PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MV2_COMM_WORLD_SIZE")
+
+
+def _parent_num_processes() -> int | None:
+    """``--num_processes N`` of the parent process's command line (the ``accelerate launch`` that
+    started this one), where the platform shows it."""
+    import re
+
+    try:
+        with open(f"/proc/{os.getppid()}/cmdline", "rb") as handle:
+            words = handle.read().decode(errors="replace").split("\0")
+    except OSError:
+        return None
+    found = re.search(r"--num[_-]processes[= ](\d+)", " ".join(words))
+    return int(found.group(1)) if found else None
+
+
+def single_process_launch_warning(env=None, requested: int | None = None) -> str | None:
+    """A warning when the launch asked for several processes and this one runs alone, else None.
+
+    ``accelerate launch --num_processes N`` without GPUs (``--cpu``, or no GPU on the machine) runs
+    accelerate's simple launcher: one plain process, with ``MASTER_ADDR``/``MASTER_PORT`` set for the N
+    it was asked for but no ``WORLD_SIZE``/``RANK`` (nor an MPI world size), so training runs in one
+    process (DESIGN §7). ``requested`` is N when known (default: read from the parent's command line).
+    """
+    env = os.environ if env is None else env
+    launched = "ACCELERATE_USE_CPU" in env and "MASTER_ADDR" in env and "MASTER_PORT" in env
+    if not launched or any(env.get(name) for name in _WORLD_SIZE_ENV):
+        return None
+    if requested is None:
+        requested = _parent_num_processes()
+    if requested is not None and requested < 2:
+        return None
+    n = str(requested) if requested else "N"
+    return (
+        f"warning: the launch asked for {n if requested else 'several'} processes but only 1 process "
+        "started (accelerate launch --num_processes without GPUs runs one plain process unless MPI is set "
+        f"up); to train with {n} processes on CPU: torchrun --nproc_per_node {n} recipes/grpo_cros.py ... "
+        "(DESIGN §7)"
+    )
+
+
 def _missing_reporters(report_to) -> list[str]:
     """Logging integrations named in ``report_to`` (tensorboard, wandb, ...) that are not installed."""
     from transformers.integrations import get_available_reporting_integrations
@@ -406,6 +542,94 @@ def resolve_model(name: str | None, check: bool = True) -> str:
     return path
 
 
+def _load_tokenizer(path: str, local_only: bool):
+    """The tokenizer at ``path`` (a hub id only from the local cache with ``local_only``), or the error."""
+    from transformers import AutoTokenizer
+
+    try:
+        return AutoTokenizer.from_pretrained(path, local_files_only=local_only), None
+    except Exception as error:  # any failure to load is reported, or the comparison is skipped
+        return None, str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+
+
+def _tokenizer_difference(policy, reference) -> str | None:
+    """How two tokenizers differ (vocabulary, special tokens), or None when they encode alike."""
+    if len(policy) != len(reference):
+        return f"{len(reference)} tokens against the policy's {len(policy)}"
+    if policy.get_vocab() != reference.get_vocab():
+        return "a vocabulary of the same size with different token ids"
+    for name in ("bos_token_id", "eos_token_id", "pad_token_id", "unk_token_id"):
+        mine, theirs = getattr(policy, name, None), getattr(reference, name, None)
+        if mine is not None and theirs is not None and mine != theirs:
+            return f"{name} {theirs} against the policy's {mine}"
+    return None
+
+
+def check_cros_reference(reference: str, model_name: str | None) -> str:
+    """Check ``--cros_reference`` before any model loads: it resolves ('embedded', a local checkpoint
+    directory or a hub id), its config loads, and its tokenizer is the policy's (``model_name``).
+
+    The tokenizers are compared when both load from this machine (local directories, or hub ids in the
+    Hugging Face cache); a hub id that is not cached is left to the download at training time, once its
+    config has loaded. Returns the resolved reference.
+
+    Raises:
+        RecipeError: naming ``--cros_reference`` and the fix.
+    """
+    from faithgrpo.models import check_loadable, resolve
+
+    fix = (
+        f"pass the policy's own checkpoint (--cros_reference {model_name or '<the policy>'}), or drop the "
+        "flag so CRoS scores with the initial policy"
+    )
+    try:
+        path = check_loadable(reference)  # a hub id: in the cache, or the hub answers within seconds
+    except (ValueError, RuntimeError) as error:
+        raise RecipeError(f"--cros_reference: {error}") from None
+    local = Path(path).is_dir()
+    if local and not (Path(path) / "config.json").is_file():
+        raise RecipeError(
+            f"--cros_reference {reference!r} is a directory without config.json, not a model checkpoint; {fix}"
+        )
+    from transformers import AutoConfig
+
+    try:
+        AutoConfig.from_pretrained(path)
+    except (OSError, ValueError) as error:
+        raise RecipeError(
+            f"cannot load --cros_reference {reference!r}: {str(error).strip().splitlines()[0]}; pass an "
+            "existing checkpoint directory, 'embedded', or a hub id this machine can download (the policy's "
+            "own), or drop the flag so CRoS scores with the initial policy"
+        ) from None
+    if not model_name:
+        return path
+    try:
+        policy_path = resolve(model_name)
+    except (ValueError, RuntimeError):
+        return path  # the model's own check reports it
+    if os.path.realpath(policy_path) == os.path.realpath(path) or policy_path == path:
+        return path  # the same checkpoint: the same tokenizer
+    theirs, error = _load_tokenizer(path, local_only=not local)
+    if theirs is None:
+        if local:
+            raise RecipeError(
+                f"--cros_reference {reference!r} has no loadable tokenizer ({error}); CRoS loads the "
+                f"reference's tokenizer from it: save the tokenizer next to the model, or {fix}"
+            )
+        return path  # a hub id not in the cache: nothing to compare without a download
+    mine, _ = _load_tokenizer(policy_path, local_only=not Path(policy_path).is_dir())
+    if mine is None:
+        return path
+    difference = _tokenizer_difference(mine, theirs)
+    if difference:
+        raise RecipeError(
+            f"--cros_reference {reference!r} has another tokenizer than the policy {model_name!r} "
+            f"({difference}); CRoS scores the policy's completions with it, so it needs the policy's "
+            f"tokenizer: {fix}"
+        )
+    return path
+
+
 def model_init_kwargs(model_args, training_args) -> dict:
     """``from_pretrained`` keyword arguments as TRL's GRPO script builds them (``model_init_kwargs`` win)."""
     kwargs = dict(
@@ -458,16 +682,28 @@ def validate(
             task_mix(script_args, training_args).validate()
         except (ValueError, TypeError) as error:
             raise RecipeError(f"task mixture: {error}") from None
-    if "cros" in script_args.reward_funcs and not collect_reward_options(script_args, training_args).get(
-        "cros_reference"
-    ):
+    warm_start = script_args.warm_start_adapter or warm_start_config_path(
+        script_args.warm_start_config, config_search_dirs(script_args, search_dirs)
+    )
+    # LoRA (asked for, or a warm start, which always trains a LoRA adapter): CRoS scores through the
+    # policy's own sharded forward with the initial adapter state, so only full fine-tuning under a
+    # sharded backend needs a separately loaded reference (DESIGN §3.3).
+    lora = bool(getattr(model_args, "use_peft", False) or warm_start)
+    cros_reference = (
+        collect_reward_options(script_args, training_args).get("cros_reference")
+        if "cros" in script_args.reward_funcs
+        else None
+    )
+    if "cros" in script_args.reward_funcs and not cros_reference and not lora:
         backend = sharded_backend(training_args)
         if backend:
             raise RecipeError(
-                f"CRoS scores with the initial policy, whose parameters {backend} shards across processes; "
-                "give CRoS its own frozen reference: --cros_reference <the policy's model id or path> "
-                "(or use DDP / DeepSpeed ZeRO-2, where the policy is not sharded)"
+                f"CRoS scores with the initial policy, and full fine-tuning under {backend} shards the policy "
+                "across processes; give --cros_reference <the policy's model id or path> (one frozen copy per "
+                "process), or train LoRA (--use_peft true), or use DDP / DeepSpeed ZeRO-2"
             )
+    if deepspeed_requested(training_args) and not _deepspeed_installed():
+        raise RecipeError(DEEPSPEED_MISSING)
     missing = _missing_reporters(training_args.report_to)
     if missing:
         raise RecipeError(
@@ -480,14 +716,12 @@ def validate(
             raise RecipeError(
                 "use_vllm is true but vLLM is not installed; pip install 'faithgrpo[vllm]' or --use_vllm false"
             )
-    if not script_args.warm_start_adapter:
-        config = warm_start_config_path(
-            script_args.warm_start_config, config_search_dirs(script_args, search_dirs)
-        )
-        if config is not None and check_paths:
-            warm_start_key(config, model_args.model_name_or_path)  # readable YAML mapping
+    if not script_args.warm_start_adapter and warm_start is not None and check_paths:
+        warm_start_key(warm_start, model_args.model_name_or_path)  # readable YAML mapping
     if check_paths:
         resolve_model(model_args.model_name_or_path)
+        if cros_reference and isinstance(cros_reference, (str, os.PathLike)):
+            check_cros_reference(os.fspath(cros_reference), model_args.model_name_or_path)
         if script_args.warm_start_adapter:
             adapter = Path(script_args.warm_start_adapter)
             if not (adapter / "adapter_config.json").is_file():

@@ -12,9 +12,14 @@ the order of the reasoning. Δ ≈ 0: the reasoning is decorative or leaks the a
 
 Conventions fixed here:
 
-- The answer span ``a`` is the *content* of the last ``<answer>…</answer>`` block, tags excluded
-  and whitespace kept; the opening ``<answer>`` tag is part of the conditioning context, the
-  closing tag is not scored (it says the answer ended, not what it is).
+- The answer span ``a`` is the *content* of the last ``<answer>…</answer>`` block without its outer
+  whitespace, and a token is scored when its character span overlaps that stripped span (one rule,
+  applied by `faithgrpo.rewards.cros_scoring.scored_span` for fast and slow tokenizers alike). The
+  opening ``<answer>`` tag is part of the conditioning context; the closing tag is not scored (it
+  says the answer ended, not what it is), and neither is a token that only joins the answer's
+  trailing whitespace to it (``Ġ</`` in ``<answer> 42 </answer>``), so the closing tag's
+  tokenisation never enters ℓ. A token that carries leading whitespace into the answer (``Ġ42``)
+  is scored. An answer that is only whitespace is empty: Δ undefined, reason ``empty_answer``.
 - The reasoning is the ``<think>`` content; without a closed think block before the answer it is
   the text before ``<answer>`` (after an unclosed ``<think>``, or from a template-supplied
   ``<think>`` up to ``</think>``). Everything else of the completion stays in place in every
@@ -402,6 +407,7 @@ class CRoSReward(ReferenceBinding):
             tail = text[answer_end : answer_end + _TAIL_CHARS]
             texts, answer_spans = [], []
             for variant in variants:
+                # The block's content; the scorer narrows it to the stripped answer (`scored_span`).
                 start = len(head) + len(variant) + len(middle)
                 texts.append(head + variant + middle + answer + tail)
                 answer_spans.append((start, start + len(answer)))

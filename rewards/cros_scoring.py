@@ -12,6 +12,12 @@ It owns the reference model and tokenizer and how they run:
   tokenizer; a slow one falls back to tokenising the completion up to and through the answer and
   taking the difference). So a SentencePiece/Metaspace tokenizer scores ``4`` where the policy
   wrote ``<answer>4``, not the ``▁4`` the answer gets when tokenised alone.
+- The scored span is the answer *without its outer whitespace* (`scored_span`), and a token is
+  scored when its character span overlaps that stripped span. So in ``<answer> 42 </answer>`` a
+  token that joins the trailing space to the closing tag (``Ġ</``) or a whitespace-only token
+  before or after the answer is not scored, while a token that carries the leading space into the
+  answer (``Ġ42``) is: the closing tag's tokenisation never enters ℓ. An answer that is only
+  whitespace has no scored tokens (Δ undefined, reason ``empty_answer``).
 - ``max_length`` counts prompt + completion up to the end of the answer span. Over it, the prompt
   is cut from the left (a leading BOS is kept); when reasoning plus answer alone do not fit, Δ is
   undefined (reason ``too_long``). The answer is never cut.
@@ -35,11 +41,35 @@ import torch
 
 from .text import prompt_text
 
-__all__ = ["ReferenceScorer"]
+__all__ = ["ReferenceScorer", "scored_span"]
 
 
 def _is_conversational(prompt: Any) -> bool:
     return isinstance(prompt, (list, tuple)) and bool(prompt) and all(isinstance(m, dict) for m in prompt)
+
+
+# Whitespace characters the slow fallback steps back over to find the token boundary before the
+# stripped answer (a leading-whitespace run longer than this is scored as the answer alone).
+_MAX_LEADING_WHITESPACE_STEPS = 32
+
+
+def scored_span(text: str, span: tuple[int, int]) -> tuple[int, int]:
+    """The part of ``text[span[0]:span[1]]`` that CRoS scores: the answer without its outer whitespace.
+
+    Whitespace is what `str.strip` removes. An answer that is only whitespace gives an empty span
+    (``start == end``), which scores no tokens.
+
+    Example:
+        >>> scored_span("<answer> 42 </answer>", (8, 12))
+        (9, 11)
+    """
+    start, end = span
+    answer = text[start:end]
+    stripped = answer.strip()
+    if not stripped:
+        return end, end
+    start += len(answer) - len(answer.lstrip())
+    return start, start + len(stripped)
 
 
 @dataclass
@@ -50,7 +80,7 @@ class _Pending:
     num_steps: int
     prompt_ids: list[int]
     texts: list[str]  # the completion through its answer (+ a short tail): ordered first, then scrambles
-    spans: list[tuple[int, int]]  # the answer's character span in each text
+    spans: list[tuple[int, int]]  # the answer block's content span in each text (scored stripped)
 
 
 @dataclass(frozen=True)
@@ -137,10 +167,13 @@ class ReferenceScorer:
     ) -> list[tuple[list[int], list[int]]]:
         """``(context ids, answer ids)`` of each completion text, tokenised whole.
 
-        The answer ids are the tokens whose character span overlaps the answer's ``span`` (a token
-        straddling the answer's start or end belongs to the answer); the context ids are all tokens
-        before them. Fast tokenizers give offsets for the whole batch in one call.
+        The answer ids are the tokens whose character span overlaps the answer without its outer
+        whitespace (`scored_span` of ``span``): a token straddling the stripped answer's start or
+        end belongs to the answer, a token that only holds outer whitespace and/or the closing tag
+        does not. The context ids are all tokens before the answer ids. An answer that is only
+        whitespace gets no answer ids. Fast tokenizers give offsets for the whole batch in one call.
         """
+        spans = [scored_span(text, span) for text, span in zip(texts, spans)]
         tok = self.tokenizer
         encoding = None
         if getattr(tok, "is_fast", False):
@@ -152,6 +185,9 @@ class ReferenceScorer:
             return [self._in_context_tokens_slow(text, span) for text, span in zip(texts, spans)]
         out = []
         for ids, offsets, (start, end) in zip(encoding["input_ids"], encoding["offset_mapping"], spans):
+            if start >= end:  # only whitespace: nothing to score
+                out.append((list(ids), []))
+                continue
             # The answer is near the end (only a short tail follows): scan back from the last token.
             k = len(offsets) - 1
             while k >= 0 and offsets[k][0] >= end:
@@ -165,16 +201,40 @@ class ReferenceScorer:
     def _in_context_tokens_slow(self, text: str, span: tuple[int, int]) -> tuple[list[int], list[int]]:
         """Fallback without offsets: tokenise the completion up to and through the answer.
 
-        When the tokens through the answer extend the tokens before it, their difference is the
-        answer in context. Otherwise (a merge across the answer's start) the answer is tokenised on
-        its own after the context, with a warning.
+        ``span`` is already the stripped answer (see `in_context_tokens`), so the same rule holds:
+        the tokens through the answer end where the stripped answer ends (its trailing whitespace
+        and the closing tag are not tokenised at all). When the tokens through the answer extend the
+        tokens before its start, their difference is the answer in context. When they do not, the
+        answer's first token carries leading whitespace with it (``Ġ42`` after ``<answer> ``), or
+        the whitespace tokenises differently at the end of a text (``ĊĠ`` for ``\n `` where the
+        whole completion has ``Ċ``, ``Ġ``, ``4``): the cut steps back one whitespace character at a
+        time until the tokens before it are a prefix, and the leading tokens of the difference that
+        decode to whitespace only go to the context. So the token overlapping the answer's start is
+        scored and whitespace-only tokens before it are not. Otherwise (a merge across the answer's
+        start) the answer is tokenised on its own after the context, with a warning.
         """
         tok = self.tokenizer
         start, end = span
-        before = list(tok(text[:start], add_special_tokens=False)["input_ids"])
+        if start >= end:  # only whitespace: nothing to score
+            return list(tok(text[:end], add_special_tokens=False)["input_ids"]), []
         through = list(tok(text[:end], add_special_tokens=False)["input_ids"])
-        if len(through) > len(before) and through[: len(before)] == before:
-            return before, through[len(before) :]
+        cut = start
+        for _ in range(_MAX_LEADING_WHITESPACE_STEPS + 1):
+            before = list(tok(text[:cut], add_special_tokens=False)["input_ids"])
+            if len(through) > len(before) and through[: len(before)] == before:
+                answer = through[len(before) :]
+                lead = 0
+                if cut < start:  # tokens of the skipped whitespace may lead the difference
+                    while (
+                        lead < len(answer) - 1
+                        and not tok.decode(answer[: lead + 1], clean_up_tokenization_spaces=False).strip()
+                    ):
+                        lead += 1
+                return before + answer[:lead], answer[lead:]
+            if cut == 0 or not text[cut - 1].isspace():
+                break
+            cut -= 1
+        before = list(tok(text[:start], add_special_tokens=False)["input_ids"])
         self._warn_once(
             "answer_merge",
             "the tokenizer merges the answer with the text before it and gives no offsets: "

@@ -6,10 +6,12 @@ fixed batch split across the ranks and writes each rank's rewards to ``$CROS_OUT
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import random
 import sys
+from itertools import pairwise
 from types import SimpleNamespace
 
 import torch
@@ -108,21 +110,45 @@ def metaspace_tokenizer(chat_template: str | None = SIMPLE_CHAT_TEMPLATE) -> Pre
     return tok
 
 
+def decoded_offsets(tok, ids: list[int], text: str) -> list[tuple[int, int]]:
+    """Each token's character span in ``text``, found without the tokenizer's offsets: token ``k``
+    spans from the length of the decoded ``ids[:k]`` to that of ``ids[:k + 1]`` (every decoded
+    prefix must be a prefix of ``text``, which holds for the byte-level and Metaspace test tokenizers
+    on ASCII text)."""
+    ends = [0]
+    for k in range(1, len(ids) + 1):
+        decoded = tok.decode(ids[:k], clean_up_tokenization_spaces=False)
+        assert text.startswith(decoded), (decoded, text)
+        ends.append(len(decoded))
+    assert ends[-1] == len(text)
+    return list(pairwise(ends))
+
+
+def stripped_span(start: int, end: int, text: str) -> tuple[int, int]:
+    """``(start, end)`` narrowed to the answer without its outer whitespace (DESIGN §3.3)."""
+    answer = text[start:end]
+    lead = len(answer) - len(answer.lstrip())
+    return start + lead, start + lead + len(answer.strip())
+
+
 def naive_logprob(model, prompt_ids: list[int], tok, text: str, start: int, end: int) -> float:
-    """ℓ the slow, obvious way: tokenise the completion whole, take the tokens overlapping the answer's
-    characters, one unpadded forward over prompt + completion, full log-softmax in float64."""
-    enc = tok(text, add_special_tokens=False, return_offsets_mapping=True)
-    answer = [k for k, (a, b) in enumerate(enc["offset_mapping"]) if a < end and b > start]
+    """ℓ the slow, obvious way: tokenise the completion whole, take the tokens whose decoded
+    character span overlaps ``text[start:end]`` (the answer without its outer whitespace), one
+    unpadded forward over prompt + completion in float64, full log-softmax."""
+    ids = tok(text, add_special_tokens=False)["input_ids"]
+    answer = [k for k, (a, b) in enumerate(decoded_offsets(tok, ids, text)) if a < end and b > start]
     assert answer == list(range(answer[0], answer[-1] + 1))
-    ids = list(prompt_ids) + enc["input_ids"][: answer[-1] + 1]
+    ids = list(prompt_ids) + ids[: answer[-1] + 1]
+    model64 = copy.deepcopy(model).double()
     with torch.no_grad():
-        logprobs = torch.log_softmax(model(input_ids=torch.tensor([ids])).logits[0].double(), dim=-1)
+        logprobs = torch.log_softmax(model64(input_ids=torch.tensor([ids])).logits[0], dim=-1)
     first = len(prompt_ids) + answer[0]
     return sum(logprobs[first + t - 1, ids[first + t]].item() for t in range(len(answer))) / len(answer)
 
 
 def naive_delta(model, tok, prompt, completion: str, num_scrambles: int, seed: int, prompt_ids=None) -> float:
-    """Δ with `naive_logprob`, from the completion text (``<think>`` reasoning, ``<answer>`` span)."""
+    """Δ with `naive_logprob`, from the completion text (``<think>`` reasoning, ``<answer>`` span
+    without its outer whitespace)."""
     from faithgrpo.rewards.steps import apply_permutation, scramble_permutations, scramble_seed, step_spans
     from faithgrpo.rewards.text import prompt_text
 
@@ -138,8 +164,9 @@ def naive_delta(model, tok, prompt, completion: str, num_scrambles: int, seed: i
     perms = scramble_permutations(
         len(spans), num_scrambles, scramble_seed(seed, prompt_text(prompt), completion)
     )
-    answer_start = completion.rindex("<answer>") + len("<answer>")
-    answer_end = completion.rindex("</answer>")
+    answer_start, answer_end = stripped_span(
+        completion.rindex("<answer>") + len("<answer>"), completion.rindex("</answer>"), completion
+    )
 
     def ell(r: str) -> float:
         text = completion[:open_] + r + completion[close:]

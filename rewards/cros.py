@@ -236,6 +236,10 @@ class CRoSReward(ReferenceBinding):
             `binding_callback` (TRL does not pass them to reward functions); keys given here win.
         model_kwargs (`dict`, *optional*):
             Extra arguments for ``from_pretrained`` when ``reference`` is a path (e.g. ``dtype``).
+        reference_adapter (`str` or `os.PathLike`, *optional*):
+            A PEFT adapter directory applied (unmerged, frozen) to a reference loaded from a path:
+            when the run warm-starts from an adapter, the initial policy is the base model plus that
+            adapter, and so must the reference be. The recipe sets it from its warm start.
         device (`str` or `torch.device`, *optional*):
             Device for a reference loaded from a path; defaults to the current CUDA device, else CPU.
         reuse_prompt_cache (`bool`, *optional*, defaults to `True`):
@@ -275,6 +279,7 @@ class CRoSReward(ReferenceBinding):
         model_kwargs: dict | None = None,
         device: str | torch.device | None = None,
         reuse_prompt_cache: bool = True,
+        reference_adapter: str | os.PathLike | None = None,
     ):
         _check_int("num_scrambles", num_scrambles, 1, _MAX_NUM_SCRAMBLES, "use a small M such as 4")
         _check_int("seed", seed, -(2**63), None, "pass an integer seed")
@@ -301,6 +306,11 @@ class CRoSReward(ReferenceBinding):
             )
         if isinstance(reference, torch.nn.Module) and tokenizer is None:
             raise ValueError("a reference model instance needs its tokenizer: pass tokenizer=...")
+        if reference_adapter is not None and not isinstance(reference, (str, os.PathLike)):
+            raise ValueError(
+                "reference_adapter applies to a reference loaded from a path; with a model instance, "
+                "attach the adapter to it yourself (PeftModel.from_pretrained) or bind the initial policy"
+            )
 
         #: Runs the reference: holds the model, tokenizer, batch size and forward counts (see
         #: `faithgrpo.rewards.cros_scoring`); they read and write through this reward's attributes.
@@ -316,6 +326,7 @@ class CRoSReward(ReferenceBinding):
         self.chat_template_kwargs = dict(chat_template_kwargs or {})
         self.model_kwargs = dict(model_kwargs or {})
         self.device = device
+        self.reference_adapter = reference_adapter
 
         self._reference_path = None if isinstance(reference, torch.nn.Module) else reference
         self._tokenizer_spec = tokenizer
@@ -326,6 +337,9 @@ class CRoSReward(ReferenceBinding):
         self._trainer_chat_template_kwargs: dict = {}
         self._trainer_render_kwargs: dict = {}  # tools / chat_template the trainer renders prompts with
         self._reference_checked = False
+        #: Max |Δ log p| between a separately given reference and the policy on a probe, measured
+        #: when the trainer binds CRoS (``None``: not compared, e.g. a sharded or trainer-bound one).
+        self.reference_probe_difference: float | None = None
         if isinstance(reference, torch.nn.Module):
             self.bind_reference(reference, tokenizer)
         elif tokenizer is not None and not isinstance(tokenizer, (str, os.PathLike)):
@@ -412,8 +426,9 @@ class CRoSReward(ReferenceBinding):
                 texts.append(head + variant + middle + answer + tail)
                 answer_spans.append((start, start + len(answer)))
             pending.append((prompt, _Pending(row, len(spans), [], texts, answer_spans)))
-        if pending:
-            # The model is only needed (and loaded) when something is left to score.
+        if pending or self.scorer.is_sharded():
+            # The model is only needed (and loaded) when something is left to score, except a
+            # sharded policy: its forwards are collectives that every process runs (cros_scoring).
             self._ensure_reference()
             prompt_cache: dict[str, list[int]] = {}
             for prompt, item in pending:
@@ -498,7 +513,11 @@ class CRoSReward(ReferenceBinding):
         n = len(prompts)
         passed = self._gate_rows(prompts, completions, kwargs)
         scored_rows = [i for i in range(n) if passed[i]]
-        scored = self.compute_deltas((prompts[i], completions[i]) for i in scored_rows) if scored_rows else []
+        scored = (
+            self.compute_deltas((prompts[i], completions[i]) for i in scored_rows)
+            if scored_rows or self.scorer.is_sharded()
+            else []
+        )
         scores = [CRoSScore(None, "gated")] * n
         for i, score in zip(scored_rows, scored):
             scores[i] = score

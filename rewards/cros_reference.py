@@ -17,7 +17,52 @@ import torch
 if TYPE_CHECKING:
     from .cros import CRoSReward
 
-__all__ = ["ReferenceBinding"]
+__all__ = ["CRoSReferenceError", "ReferenceBinding", "probe_difference"]
+
+#: The probe text both models score when a separately given reference is compared with the policy.
+PROBE_TEXT = "Step 1: X -> M; M -> Y.\nStep 2: so M mediates.\n<answer>{M}</answer>"
+
+
+class CRoSReferenceError(RuntimeError):
+    """CRoS's reference is missing, is the live policy, or is not the initial policy."""
+
+
+def _probe_ready(model: torch.nn.Module) -> bool:
+    """Whether ``model`` can run a plain local forward now (no meta, sharded or partitioned weights)."""
+    from .cros_scoring import is_sharded
+
+    return not is_sharded(model) and not any(p.is_meta for p in model.parameters())
+
+
+def probe_difference(reference: torch.nn.Module, policy: torch.nn.Module, tokenizer: Any) -> float | None:
+    """Largest absolute difference of the two models' next-token log-probabilities on a fixed probe.
+
+    Both run in eval mode (restored after) under ``torch.no_grad`` on ``PROBE_TEXT``. ``None`` when
+    the comparison cannot run here: a model sharded or on the meta device (not loaded yet), or vocab
+    sizes that differ (the recipe refuses a reference with another tokenizer before this point).
+    """
+    if not (_probe_ready(reference) and _probe_ready(policy)):
+        return None
+    ids = list(tokenizer(PROBE_TEXT)["input_ids"])
+    outputs = []
+    for model in (reference, policy):
+        was_training = model.training
+        device = next(model.parameters()).device
+        try:
+            model.eval()
+            with torch.no_grad():
+                logits = model(input_ids=torch.tensor([ids], device=device)).logits[0]
+        finally:
+            model.train(was_training)
+        outputs.append(torch.log_softmax(logits.double(), dim=-1).cpu())
+    if outputs[0].shape != outputs[1].shape:
+        return None
+    return float((outputs[0] - outputs[1]).abs().max())
+
+
+def _probe_tolerance(model: torch.nn.Module) -> float:
+    dtype = next(model.parameters()).dtype
+    return 1e-4 if dtype in (torch.float32, torch.float64) else 5e-2
 
 _FIXES = (
     "Bind one before training: train with faithgrpo.trainers.FaithGRPOTrainer (or FaithRLOOTrainer), "
@@ -95,14 +140,48 @@ class ReferenceBinding:
         self.scorer.bind(model, context_manager_factory)
         self.reference_mode = mode
         self._reference_checked = False
+        self.reference_probe_difference = None
         return self
+
+    def describe_reference(self) -> str:
+        """One line on what CRoS scores with, for logs (e.g. the recipe's ``CRoS reference:`` line)."""
+        mode = self.reference_mode
+        if mode == "peft_disabled_adapters":
+            return (
+                "the initial policy: the policy's own forward with its LoRA adapters disabled (a fresh "
+                "adapter adds nothing yet); no second model"
+            )
+        if mode == "peft_initial_adapter":
+            factory = self._context_factory
+            size = f" ({factory.numel:,} values)" if hasattr(factory, "numel") else ""
+            return (
+                "the initial policy: the policy's own forward with a frozen copy of its initial trainable "
+                f"tensors{size} swapped in; no second model"
+            )
+        if mode == "frozen_copy":
+            return "the initial policy: a frozen copy of the model (full fine-tuning)"
+        if mode == "trainer_ref_model":
+            return "the initial policy: TRL's frozen ref_model (never synchronised)"
+        if mode == "path":
+            adapter = getattr(self, "reference_adapter", None)
+            what = f"{self._reference_path}" + (f" + adapter {adapter}" if adapter else "")
+            difference = self.reference_probe_difference
+            verified = (
+                f"equal to the initial policy on a probe (max |Δ log p| {difference:.2g})"
+                if difference is not None
+                else "not compared with the policy (not materialised locally when bound)"
+            )
+            return f"{what}, a separately loaded frozen model; {verified}"
+        if mode == "user":
+            return "a model given to CRoSReward"
+        return "none bound yet"
 
     @property
     def is_bound(self) -> bool:
         """Whether a reference is bound (a model, or a path that is loaded on first use)."""
         return self.model is not None or self._reference_path is not None
 
-    def check_reference(self, policy: torch.nn.Module | None = None) -> None:
+    def check_reference(self, policy: torch.nn.Module | None = None, *, verify: bool = False) -> None:
         """Refuse to train without a reference, or with the live policy as the reference.
 
         Called when training starts: by `binding_callback` (``on_train_begin``), by
@@ -119,12 +198,17 @@ class ReferenceBinding:
         Args:
             policy (`torch.nn.Module`, *optional*):
                 The model being trained, when known.
+            verify (`bool`, *optional*, defaults to `False`):
+                Also compare the reference with ``policy`` on a probe and refuse it when they differ
+                (`probe_difference`). Only when ``policy`` is known to be the initial policy: the
+                trainer glue does it when the trainer is built, before any update or checkpoint load
+                (at ``on_train_begin`` a resumed run already holds trained weights).
 
         Raises:
             RuntimeError: no reference is bound, or the reference is (part of) the live policy.
         """
         if not self.is_bound:
-            raise RuntimeError(f"CRoSReward has no reference model, so CRoS cannot score. {_FIXES}")
+            raise CRoSReferenceError(f"CRoSReward has no reference model, so CRoS cannot score. {_FIXES}")
         self._ensure_reference()
         if self.reference_mode not in ("user", "path") or self._context_factory is not None:
             self._reference_checked = True
@@ -147,11 +231,37 @@ class ReferenceBinding:
                     "it is a separate model, freeze it with reference.requires_grad_(False)"
                 )
         if problem is not None:
-            raise RuntimeError(
+            raise CRoSReferenceError(
                 f"CRoS reference {problem}. CRoS must score with the frozen initial policy (DESIGN §3.3). "
                 "Do not pass the policy to CRoSReward; " + _FIXES[0].lower() + _FIXES[1:]
             )
+        if verify and policy is not None:
+            self._verify_initial_policy(policy)
         self._reference_checked = True
+
+    def _verify_initial_policy(self, policy: torch.nn.Module) -> None:
+        """Refuse a separately given reference that does not compute the policy it is checked against.
+
+        Run when the trainer binds CRoS, before any update, so the policy is the initial policy: a
+        reference loaded from the base checkpoint while the policy warm-starts from an adapter is
+        caught here (its log-probabilities differ), not after a run spent against the wrong model.
+        Skipped (difference ``None``) when the policy is not materialised locally yet.
+        """
+        difference = probe_difference(self.model, policy, self.tokenizer)
+        self.reference_probe_difference = difference
+        tolerance = _probe_tolerance(self.model)
+        if difference is not None and difference > tolerance:
+            where = f" ({self._reference_path})" if self._reference_path is not None else ""
+            adapter = (
+                f" + adapter {self.reference_adapter}" if getattr(self, "reference_adapter", None) else ""
+            )
+            raise CRoSReferenceError(
+                f"CRoS reference{where}{adapter} is not the initial policy: on a probe its next-token "
+                f"log-probabilities differ from the policy's by up to {difference:.3g} (tolerance "
+                f"{tolerance:g}). With a warm start the reference needs the warm-start adapter "
+                "(CRoSReward(reference_adapter=...); the recipe applies it); with LoRA, drop the reference "
+                "and let the trainer bind the policy's own forward with its initial adapter"
+            )
 
     def binding_callback(self) -> Any:
         """A ``transformers.TrainerCallback`` that runs `check_reference` at ``on_train_begin``.
@@ -238,6 +348,12 @@ class ReferenceBinding:
         if device is None:
             device = torch.device("cuda", torch.cuda.current_device()) if torch.cuda.is_available() else "cpu"
         model = AutoModelForCausalLM.from_pretrained(path, **self.model_kwargs).to(device)
+        if self.reference_adapter is not None:
+            from peft import PeftModel
+
+            # Unmerged, as the policy computes it: base weights plus the adapter's initial tensors.
+            model = PeftModel.from_pretrained(model, os.fspath(self.reference_adapter), is_trainable=False)
+            model = model.to(device)
         model.eval().requires_grad_(False)
         tokenizer = self.tokenizer
         if tokenizer is None:

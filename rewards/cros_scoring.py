@@ -41,7 +41,24 @@ import torch
 
 from .text import prompt_text
 
-__all__ = ["ReferenceScorer", "scored_span"]
+__all__ = ["ReferenceScorer", "is_dtensor", "is_sharded", "scored_span"]
+
+
+def is_dtensor(tensor: Any) -> bool:
+    """Whether ``tensor`` is a ``torch.distributed.tensor.DTensor`` (an FSDP2 shard, for parameters)."""
+    try:
+        from torch.distributed.tensor import DTensor
+    except ImportError:  # pragma: no cover - torch builds without distributed
+        return False
+    return isinstance(tensor, DTensor)
+
+
+def is_sharded(model: torch.nn.Module) -> bool:
+    """Whether ``model``'s parameters are sharded across processes (FSDP2 ``DTensor`` or DeepSpeed ZeRO-3).
+
+    A sharded model's forward is a collective: every process must run the same number of forwards.
+    """
+    return any(is_dtensor(p) or hasattr(p, "ds_id") for p in model.parameters())
 
 
 def _is_conversational(prompt: Any) -> bool:
@@ -116,7 +133,8 @@ class ReferenceScorer:
         self.tokenizer: Any = None
         #: Called before each scoring pass; its context makes ``model`` compute the reference.
         self.context_factory: Callable[[], Any] | None = None
-        #: Forward passes run so far: ``prompt`` (cached prompts), ``cached_chunk``, ``chunk``.
+        #: Forward passes run so far: ``prompt`` (cached prompts), ``cached_chunk``, ``chunk``, and
+        #: ``sharded_filler`` (forwards a sharded model runs to match the other processes' count).
         self.forward_counts: Counter[str] = Counter()
         self._warn_once = warn
         self._forward_params: frozenset[str] = frozenset()
@@ -291,7 +309,8 @@ class ReferenceScorer:
                 index_list.append(sequences.setdefault(key, len(sequences)))
             plans.append((index_list, truncated, None))
 
-        logprobs = self._sequence_logprobs(list(sequences)) if sequences else []
+        # A sharded model runs even with nothing to score: its forwards are collectives (see below).
+        logprobs = self._sequence_logprobs(list(sequences)) if sequences or self.is_sharded() else []
         return [
             (None if index_list is None else [logprobs[i] for i in index_list], truncated, reason)
             for index_list, truncated, reason in plans
@@ -307,6 +326,9 @@ class ReferenceScorer:
         """
         model = self.model
         results = [math.nan] * len(sequences)
+        if self.is_sharded():
+            self._sharded_logprobs(sequences, results)
+            return results
         by_prompt: dict[tuple[int, ...], list[int]] = {}
         for i, seq in enumerate(sequences):
             by_prompt.setdefault(seq.prompt, []).append(i)
@@ -327,6 +349,50 @@ class ReferenceScorer:
             if was_training:
                 model.train()
         return results
+
+    def is_sharded(self) -> bool:
+        """Whether the bound model is sharded across processes (see :func:`is_sharded`)."""
+        return self.model is not None and is_sharded(self.model)
+
+    def _sharded_logprobs(self, sequences: list[_Sequence], results: list[float]) -> None:
+        """`_sequence_logprobs` for a model sharded across processes (FSDP2, DeepSpeed ZeRO-3).
+
+        Each forward of a sharded model gathers every layer's parameters from all processes, so all
+        processes must run the same number of forwards, whatever their share of the batch (rows
+        gated out, undefined, deduplicated). The count is agreed first (an all-reduce of each
+        process's chunk count, max), and a process with fewer chunks runs one-token forwards to
+        match. The prompt KV cache is not used here: whether it applies is only known after a
+        forward, which would make the count depend on the data.
+        """
+        import torch.distributed as dist
+
+        model = self.model
+        order = sorted(range(len(sequences)), key=lambda i: -sequences[i].input_length())
+        chunks = [order[k : k + self.batch_size] for k in range(0, len(order), self.batch_size)]
+        count = torch.tensor([len(chunks)], device=self._device())
+        if dist.is_available() and dist.is_initialized():
+            dist.all_reduce(count, op=dist.ReduceOp.MAX)
+        was_training = model.training
+        context = self.context_factory() if self.context_factory is not None else nullcontext()
+        try:
+            model.eval()
+            with context, torch.inference_mode():
+                for chunk in chunks:
+                    values = self._chunk_logprobs([sequences[i] for i in chunk], None, 0)
+                    for i, value in zip(chunk, values):
+                        results[i] = value
+                filler = _Sequence((), (self._pad_id(),), (self._pad_id(),))  # one input token
+                for _ in range(int(count.item()) - len(chunks)):
+                    self._chunk_logprobs([filler], None, 0)
+                    self.forward_counts["chunk"] -= 1
+                    self.forward_counts["sharded_filler"] += 1
+        finally:
+            if was_training:
+                model.train()
+
+    def _pad_id(self) -> int:
+        tok = self.tokenizer
+        return next((t for t in (tok.pad_token_id, tok.eos_token_id) if t is not None), 0)
 
     def _run_chunks(
         self,
@@ -396,8 +462,7 @@ class ReferenceScorer:
 
     def _chunk_logprobs(self, chunk: list[_Sequence], cache: Any, prompt_len: int) -> list[float]:
         device = self._device()
-        tok = self.tokenizer
-        pad = next((t for t in (tok.pad_token_id, tok.eos_token_id) if t is not None), 0)
+        pad = self._pad_id()
         rows = [seq.input_ids(cached_prompt=cache is not None) for seq in chunk]
         width = max(len(r) for r in rows)
         keep = max(len(seq.answer) for seq in chunk)

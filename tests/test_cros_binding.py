@@ -334,8 +334,9 @@ def test_initial_weights_swap_is_exact_and_restores_the_live_values():
     ids = torch.tensor([[5, 6, 7, 8, 9]])
     with torch.no_grad():
         before = policy(input_ids=ids).logits
-        for p in snapshot.params:
-            p.add_(0.5)
+        for p in policy.parameters():
+            if p.requires_grad:
+                p.add_(0.5)
         live = policy(input_ids=ids).logits
         with snapshot():
             assert torch.equal(policy(input_ids=ids).logits, before)
@@ -343,3 +344,115 @@ def test_initial_weights_swap_is_exact_and_restores_the_live_values():
         with pytest.raises(ValueError), snapshot():
             raise ValueError("scoring failed")
         assert torch.equal(policy(input_ids=ids).logits, live)
+
+
+def _replace_trainable_parameters(model: torch.nn.Module) -> None:
+    """Re-register every trainable parameter as a new object, as a sharding wrapper does."""
+    for name, param in list(model.named_parameters()):
+        if param.requires_grad:
+            owner_name, _, leaf = name.rpartition(".")
+            owner = model.get_submodule(owner_name)
+            setattr(owner, leaf, torch.nn.Parameter(param.detach().clone()))
+
+
+def test_initial_weights_follow_parameters_replaced_after_the_snapshot():
+    # FSDP2's fully_shard (applied by accelerate when training starts, after the trainer bound
+    # CRoS) replaces the parameter objects: a swap into the old objects would score the live policy.
+    model, _tok = random_llama_with_tokenizer(seed=2)
+    policy = get_peft_model(
+        model, LoraConfig(r=2, target_modules=["q_proj", "v_proj"], init_lora_weights=False)
+    )
+    snapshot = InitialWeights(policy)
+    ids = torch.tensor([[5, 6, 7, 8, 9]])
+    with torch.no_grad():
+        before = policy(input_ids=ids).logits
+        _replace_trainable_parameters(policy)
+        for p in policy.parameters():
+            if p.requires_grad:
+                p.add_(0.5)
+        live = policy(input_ids=ids).logits
+        assert not torch.allclose(live, before)
+        with snapshot():
+            assert torch.equal(policy(input_ids=ids).logits, before)
+        assert torch.equal(policy(input_ids=ids).logits, live)
+
+
+def test_initial_weights_name_a_parameter_that_disappeared():
+    model, _tok = random_llama_with_tokenizer(seed=2)
+    policy = get_peft_model(model, LoraConfig(r=2, target_modules=["q_proj"], init_lora_weights=False))
+    snapshot = InitialWeights(policy)
+    snapshot.names.append("base_model.model.lm_head.lora_A.default.weight")
+    snapshot.initial[snapshot.names[-1]] = torch.zeros(1)
+    missing = r"lm_head\.lora_A\.default\.weight' is no longer in the model"
+    with pytest.raises(RuntimeError, match=missing), snapshot():
+        pass
+
+
+def _warm_start_on_disk(tmp_path):
+    """``(base_dir, adapter_dir)``: a tiny base checkpoint and a non-zero LoRA adapter trained from it."""
+    from faithgrpo.testing import save_tiny_causal_lm
+
+    base_dir = save_tiny_causal_lm(tmp_path / "base", "llama", seed=1)
+    base, _ = tiny_causal_lm("llama", seed=1)
+    adapter = get_peft_model(
+        base, LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], init_lora_weights=False)
+    )
+    adapter.save_pretrained(tmp_path / "adapter")
+    return base_dir, tmp_path / "adapter"
+
+
+def _warm_started_policy(adapter_dir):
+    base, tok = tiny_causal_lm("llama", seed=1)
+    return PeftModel.from_pretrained(base, adapter_dir, is_trainable=True), tok
+
+
+def test_path_reference_without_the_warm_start_adapter_is_refused(tmp_path):
+    # Issue #28: --cros_reference <base> while the policy is base + the SFT adapter scored against the
+    # bare base for the whole run, silently. The binding now compares the two on a probe.
+    from faithgrpo.rewards.cros_reference import CRoSReferenceError
+    from faithgrpo.trainers.reference import bind_cros_references
+
+    base_dir, adapter_dir = _warm_start_on_disk(tmp_path)
+    policy, tok = _warm_started_policy(adapter_dir)
+    cros = CRoSReward(base_dir, num_scrambles=NUM_SCRAMBLES, seed=SEED)
+    with pytest.raises(CRoSReferenceError, match=r"is not the initial policy.*warm-start adapter"):
+        bind_cros_references([cros], policy, tok)
+    assert cros.reference_probe_difference > 1e-2
+    # The same reference with the warm-start adapter applied is the initial policy.
+    fixed = CRoSReward(base_dir, num_scrambles=NUM_SCRAMBLES, seed=SEED, reference_adapter=adapter_dir)
+    bind_cros_references([fixed], policy, tok)
+    assert fixed.reference_mode == "path" and fixed.reference_probe_difference == 0.0
+    assert not any(p.requires_grad for p in fixed.model.parameters())
+    with pytest.raises(ValueError, match="reference_adapter applies to a reference loaded from a path"):
+        CRoSReward(policy, tok, reference_adapter=adapter_dir)
+
+
+@pytest.mark.slow
+def test_path_reference_with_the_warm_start_adapter_scores_the_initial_policy(tmp_path):
+    base_dir, adapter_dir = _warm_start_on_disk(tmp_path)
+    policy, tok = _warm_started_policy(adapter_dir)
+    cros = CRoSReward(base_dir, num_scrambles=NUM_SCRAMBLES, seed=SEED, reference_adapter=adapter_dir)
+    trainer = FaithGRPOTrainer(
+        model=policy,
+        reward_funcs=[cros, _text_length],
+        args=_config(tmp_path, max_steps=2),
+        train_dataset=_dataset(),
+        processing_class=tok,
+    )
+    assert cros.reference_mode == "path" and cros.reference_probe_difference == 0.0
+    initial = _snapshot(trainer.model)
+    trainer.train()
+    expected = _naive(initial, tok)
+    got = _cros_deltas(cros)
+    assert max(abs(a - b) for a, b in zip(got, expected)) <= 1e-5, (got, expected)
+    with initial.disable_adapter():
+        bare = _naive(initial, tok)  # what the reference scored before the adapter was applied
+    assert max(abs(a - b) for a, b in zip(bare, expected)) > 1e-4
+    live = _naive(_snapshot(trainer.model), tok)
+    assert max(abs(a - b) for a, b in zip(live, expected)) > 1e-4
+    # In float64, where rounding cannot hide a wrong weight: ≤ 1e-6 (issue #28).
+    cros.model.double()
+    initial.double()
+    error64 = max(abs(a - b) for a, b in zip(_cros_deltas(cros), _naive(initial, tok)))
+    ERRORS["path_reference_with_warm_start_adapter"] = error64
+    assert error64 <= TOLERANCE, error64

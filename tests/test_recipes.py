@@ -214,7 +214,11 @@ def test_accelerate_config_loads_and_cros_needs_own_reference_when_sharded(recip
     script, training, model = recipe.parse_args(["--config", gpu_recipe, "--use_cpu", "true"])
     full = recipe.parse_args(["--config", gpu_recipe, "--use_cpu", "true", "--use_peft", "false"])
     zero3 = str(ROOT / "recipes" / "configs" / "qwen2.5-3b-instruct-zero3.yaml")
-    own_ref = recipe.parse_args(["--config", zero3, "--use_cpu", "true", "--use_peft", "false"])
+    zero3_lora = recipe.parse_args(["--config", zero3, "--use_cpu", "true"])
+    own_ref = recipe.parse_args(
+        ["--config", zero3, "--use_cpu", "true", "--use_peft", "false"]
+        + ["--cros_reference", "Qwen/Qwen2.5-3B-Instruct"]
+    )
     env = _accelerate_env(config)
     for key in [k for k in os.environ if k.startswith("ACCELERATE_")]:
         monkeypatch.delenv(key)
@@ -227,6 +231,8 @@ def test_accelerate_config_loads_and_cros_needs_own_reference_when_sharded(recip
     assert sharded_backend(training) == sharded
     assert model.use_peft
     recipe.validate(script, training, model, check_paths=False)  # LoRA: no second model, anywhere
+    zero3_funcs = recipe.validate(*zero3_lora, check_paths=False)  # the ZeRO-3 recipe: LoRA, no reference
+    assert not zero3_funcs[zero3_lora[0].reward_funcs.index("cros")].is_bound
     if sharded:
         with pytest.raises(
             recipe.RecipeError, match=rf"full fine-tuning under {sharded} shards.*--cros_reference"
@@ -678,6 +684,36 @@ def test_warm_start_adapter_trains_and_cros_scores_with_its_frozen_initial_tenso
         PAIRS
     )[0]
     assert now.logprob != pytest.approx(want.logprob, abs=1e-6)  # the trained policy has moved on
+
+
+@pytest.mark.slow
+def test_cros_reference_with_a_warm_start_is_the_initial_policy(recipe, tiny_llama_path, tmp_path, capsys):
+    """Issue #28: --cros_reference <base> with a warm start scored against the bare base, silently
+    (Δ off by 0.14 on gold pairs). The recipe applies the warm-start adapter to the reference and the
+    binding verifies it equals the initial policy on a probe."""
+    from peft import LoraConfig, PeftModel, get_peft_model
+
+    from faithgrpo.rewards.cros import CRoSReward
+    from faithgrpo.testing import tiny_causal_lm
+
+    base, tok = tiny_causal_lm("llama", seed=0)
+    adapter = tmp_path / "sft_adapter"
+    config = LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], init_lora_weights=False)
+    get_peft_model(base, config).save_pretrained(adapter)
+    args = recipe.parse_args(
+        _tiny_args(tiny_llama_path, tmp_path / "run", "--max_steps", "1", "--save_strategy", "no",
+                   "--warm_start_adapter", str(adapter), "--cros_reference", str(tiny_llama_path))
+    )  # fmt: skip
+    trainer = recipe.main(*args)
+    out = capsys.readouterr().out
+    cros = next(f for f in trainer.reward_funcs if isinstance(f, CRoSReward))
+    assert cros.reference_mode == "path" and cros.reference_probe_difference == 0.0
+    assert f"+ adapter {adapter}" in out and "equal to the initial policy on a probe" in out
+    assert "--cros_reference is not needed" in out  # LoRA: the copy is avoidable, and the log says so
+    start = PeftModel.from_pretrained(tiny_causal_lm("llama", seed=0)[0], adapter).merge_and_unload().eval()
+    want = CRoSReward(start, tok, num_scrambles=cros.num_scrambles, seed=cros.seed).compute_deltas(PAIRS)[0]
+    got = cros.compute_deltas(PAIRS)[0]
+    assert got.delta == pytest.approx(want.delta, abs=1e-5)
 
 
 def _add_reward_term_args(tiny_llama_path, out, *extra):

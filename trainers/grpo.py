@@ -11,11 +11,14 @@ refused when that reference is the live policy. All other behaviour, arguments a
 
 Distributed notes: under accelerate DDP every process holds the full policy, so the unwrapped
 model (adapters disabled, or the initial adapter swapped in) scores locally and CRoS gathers Δ
-across processes before ranking. Under DeepSpeed ZeRO-3 and FSDP the parameters are sharded;
-scoring with the unwrapped module would need the parameters gathered (e.g.
-``deepspeed.zero.GatheredParameters``) on every process, which this glue does not do yet: give CRoS
-its own ``reference`` path there (a separate, small frozen model on each device), or use ZeRO-2,
-where parameters are not sharded.
+across processes before ranking. Under FSDP2 and DeepSpeed ZeRO-3 the same binding scores through
+the policy's own sharded forward: the initial adapter is swapped in shard by shard (FSDP2) or
+gathered adapter-sized (ZeRO-3), and every process runs the same number of reference forwards
+(:meth:`~faithgrpo.rewards.cros_scoring.ReferenceScorer.is_sharded`), so no process holds a second
+model. Only full fine-tuning under sharding needs a separately loaded reference (``--cros_reference``).
+Tested on CPU with torch's ``fully_shard`` over two gloo ranks (``tests/test_cros_sharded.py``); TRL's
+trainer itself runs FSDP only on GPUs (accelerate enables it only there), and the ZeRO-3 path has
+not run here (no DeepSpeed, no GPU).
 
 Memory on CPU: TRL's fused LM head (``add_fused_lm_head``) projects hidden states through the
 vocabulary in ``[tokens, 32768]`` fp32 tiles and, on devices without Triton, scores *every* position

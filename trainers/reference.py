@@ -26,8 +26,15 @@ trainer is built, before any update:
    ``"trainer_ref_model"``); otherwise a frozen copy of the policy (mode ``"frozen_copy"``). CRoS
    never follows ``sync_ref_model``: TRL's reference may move, CRoS's does not.
 
+Sharded training (FSDP2, DeepSpeed ZeRO-3) keeps modes 1 and 2: the binding is made before the
+wrapper shards the policy, :class:`InitialWeights` finds the parameters by name at every swap (FSDP2
+replaces the parameter objects) and lays its snapshot out like them, and the scorer runs as many
+forwards on every process as the busiest one needs (a sharded forward is a collective).
+
 A CRoS reward given its own reference (a path or a frozen model) keeps it, after a check that it
-does not share parameters with the policy. The check also runs when training starts
+does not share parameters with the policy and, when the policy can run a forward here, that both
+give the same log-probabilities on a probe (so a base-model reference next to a warm-started policy
+is refused). The check also runs when training starts
 (:class:`CRoSReferenceCheck`, ``on_train_begin``) and at the reward's first call from a trainer.
 """
 
@@ -41,6 +48,8 @@ from typing import Any
 
 import torch
 from transformers import TrainerCallback
+
+from faithgrpo.rewards.cros_scoring import is_dtensor
 
 __all__ = [
     "CRoSReferenceCheck",
@@ -88,6 +97,23 @@ class InitialWeights:
     and, on exit (also on error), copies the live values back, bit for bit. Frozen parameters never
     change, so inside the context the model computes the initial policy exactly.
 
+    Parameters are looked up by name at every swap, not held: a sharding wrapper applied after the
+    snapshot (FSDP2's ``fully_shard``, which accelerate applies when training starts) replaces the
+    parameter objects, and a swap into the old ones would leave the live policy scoring. So it works
+    through sharding:
+
+    - **FSDP2** (parameters become ``DTensor`` shards): at the first swap each snapshot is laid out
+      like its parameter (``distribute_tensor`` with the parameter's mesh and placements, sharded
+      locally without communication, since every rank holds the same snapshot), and the full
+      snapshot is dropped; each rank then holds and copies only its shard of the adapter.
+    - **DeepSpeed ZeRO-3** (parameters keep their objects, their data is partitioned): the trainable
+      parameters are gathered (``deepspeed.zero.GatheredParameters``, adapter-sized) for the copy and
+      re-partitioned after it. This path is written against DeepSpeed's documented API but has not
+      run here (no DeepSpeed, no GPU); FSDP2 is the tested sharded path.
+
+    A parameter that disappeared or whose layout cannot be matched (e.g. FSDP1's flattened
+    parameters) stops scoring with an error naming it, never a silent swap into nothing.
+
     Example:
         ```python
         >>> initial = InitialWeights(peft_policy)  # doctest: +SKIP
@@ -97,35 +123,101 @@ class InitialWeights:
     """
 
     def __init__(self, model: torch.nn.Module):
+        self.model = model
         self.names: list[str] = []
-        self.params: list[torch.nn.Parameter] = []
-        for name, param in model.named_parameters():
-            if param.requires_grad:
-                self.names.append(name)
-                self.params.append(param)
+        initial: list[torch.Tensor] = []
         with torch.no_grad():
-            self.initial = [p.detach().clone() for p in self.params]
+            for name, param in model.named_parameters():
+                if param.requires_grad:
+                    self.names.append(name)
+                    initial.append(param.detach().clone())
+        self.initial: dict[str, torch.Tensor] = dict(zip(self.names, initial))
 
     @property
     def numel(self) -> int:
-        """Number of elements held (the snapshot's size)."""
-        return sum(t.numel() for t in self.initial)
+        """Number of elements held on this process (the snapshot's size; a shard of it under FSDP2)."""
+        return sum(_local(t).numel() for t in self.initial.values())
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held on this process by the snapshot."""
+        return sum(_local(t).numel() * _local(t).element_size() for t in self.initial.values())
+
+    def _params(self) -> list[torch.nn.Parameter]:
+        current = dict(self.model.named_parameters())
+        missing = [name for name in self.names if name not in current]
+        if missing:
+            raise RuntimeError(
+                f"CRoS cannot swap in the initial adapter: parameter {missing[0]!r} is no longer in the model "
+                f"({len(missing)} missing); the policy was rebuilt or re-wrapped after CRoS was bound"
+            )
+        return [current[name] for name in self.names]
+
+    def _laid_out(self, name: str, param: torch.nn.Parameter) -> torch.Tensor:
+        """The snapshot of ``name`` in ``param``'s layout (sharded like it under FSDP2)."""
+        value = self.initial[name]
+        if value.dtype != param.dtype:  # the policy was cast after the snapshot (e.g. for training)
+            value = self.initial[name] = value.to(param.dtype)
+        if is_dtensor(param) and not is_dtensor(value):
+            from torch.distributed.tensor import distribute_tensor
+
+            value = distribute_tensor(
+                value.to(param.to_local().device), param.device_mesh, param.placements, src_data_rank=None
+            )
+            self.initial[name] = value  # the full snapshot is dropped: each rank keeps its shard
+        if value.shape != param.shape:
+            raise RuntimeError(
+                f"CRoS cannot swap in the initial adapter: parameter {name!r} is now {tuple(param.shape)}, "
+                f"its snapshot {tuple(value.shape)}. Flattened parameters "
+                "(FSDP1) are not supported: use FSDP2 (fsdp_version: 2) or DeepSpeed ZeRO-3"
+            )
+        return value
 
     @contextlib.contextmanager
     def _swapped(self) -> Iterator[None]:
-        with torch.no_grad():
-            live = [p.detach().clone() for p in self.params]
-            for param, value in zip(self.params, self.initial):
+        _reshard(self.model)
+        params = self._params()
+        partitioned = [p for p in params if hasattr(p, "ds_id")]  # DeepSpeed ZeRO-3
+        with _gathered(partitioned), torch.no_grad():
+            values = [self._laid_out(n, p) for n, p in zip(self.names, params)]
+            live = [p.detach().clone() for p in params]
+            for param, value in zip(params, values):
                 param.copy_(value)
         try:
             yield
         finally:
-            with torch.no_grad():
-                for param, value in zip(self.params, live):
+            with _gathered(partitioned), torch.no_grad():
+                for param, value in zip(params, live):
                     param.copy_(value)
 
     def __call__(self) -> contextlib.AbstractContextManager:
         return self._swapped()
+
+
+def _reshard(model: torch.nn.Module) -> None:
+    """Put FSDP2 modules back in their sharded state (the root stays gathered after a forward), so
+    every parameter is its registered ``DTensor`` shard while the initial values are swapped in."""
+    try:
+        from torch.distributed.fsdp import FSDPModule
+    except ImportError:  # pragma: no cover - torch builds without distributed
+        return
+    for module in model.modules():
+        if isinstance(module, FSDPModule):
+            module.reshard()
+
+
+def _local(tensor: torch.Tensor) -> torch.Tensor:
+    return tensor.to_local() if is_dtensor(tensor) else tensor
+
+
+def _gathered(params: list[torch.nn.Parameter]) -> contextlib.AbstractContextManager:
+    """DeepSpeed ZeRO-3 partitioned ``params`` gathered while held (and re-partitioned after), else nothing."""
+    if not params:
+        return contextlib.nullcontext()
+    import deepspeed  # present: the parameters carry its partitioning attributes
+
+    # Every rank writes the same values; rank 0's are the ones re-partitioned.
+    return deepspeed.zero.GatheredParameters(params, modifier_rank=0)
 
 
 def adapters_add_nothing(policy: torch.nn.Module) -> bool:
@@ -215,8 +307,8 @@ def bind_cros_references(
         ``"trainer_ref_model"``, ``"frozen_copy"``), or ``None`` when no CRoS reward needed one.
 
     Raises:
-        RuntimeError: a CRoS reward's own reference is the live policy (see
-            ``CRoSReward.check_reference``).
+        CRoSReferenceError: a CRoS reward's own reference is the live policy, or does not compute the
+            policy (the initial policy, here) on a probe (see ``CRoSReward.check_reference``).
     """
     rewards = cros_rewards(reward_funcs)
     for reward in rewards:
@@ -229,7 +321,8 @@ def bind_cros_references(
     pending = [r for r in rewards if not r.is_bound]
     for reward in rewards:
         if reward.is_bound:
-            reward.check_reference(policy)
+            # Before any update: the policy is the initial policy, so a separate reference must equal it.
+            reward.check_reference(policy, verify=True)
     if not pending:
         return None
     mode, model, factory = initial_policy_reference(

@@ -26,26 +26,20 @@ import statistics
 import time
 
 ENGINES = ("generate", "decode")
-# A reference, not an engine: model.generate with torch limited to one thread, which separates the
-# decode loop's own gain from its thread choice (see eval/decoding.py, _Threads).
+# A reference, not an engine: model.generate on one thread (SamplingSettings.threads = 1), next to
+# both engines at --threads (default: torch's own count).
 ONE_THREAD = "generate_1_thread"
 
 
 def _round_trip(model, tokenizer, prompts, settings, variant) -> dict:
-    import torch
+    from dataclasses import replace
 
     from faithgrpo.eval.generation import generate_completions
 
     engine = "generate" if variant == ONE_THREAD else variant
-    threads = torch.get_num_threads()
     if variant == ONE_THREAD:
-        torch.set_num_threads(1)
-    try:
-        records, stats = generate_completions(
-            model, tokenizer, prompts, settings, progress=False, engine=engine
-        )
-    finally:
-        torch.set_num_threads(threads)
+        settings = replace(settings, threads=1)
+    records, stats = generate_completions(model, tokenizer, prompts, settings, progress=False, engine=engine)
     assert all(r.settings["engine"] == engine for r in records)
     return {"new_tokens": stats.new_tokens, "seconds": round(stats.seconds, 3)}
 
@@ -121,6 +115,7 @@ def main() -> None:
         max_new_tokens=args.max_new_tokens,
         seed=args.seed,
         batch_size=args.batch_size,
+        threads=torch.get_num_threads(),
     )
     prompts = [row["prompt"] for row in task_rows(args.task, args.prompts, args.seed)]
     started = time.perf_counter()

@@ -36,6 +36,7 @@ from typing import Any
 
 from faithgrpo.eval.bestofk import BestOfKResult, Candidate, Pool, run_selection
 from faithgrpo.eval.config import BACKENDS, ENGINES
+from faithgrpo.eval.generation import DEFAULT_THREADS
 from faithgrpo.eval.options import int_list, name_list, option
 
 __all__ = [
@@ -70,6 +71,8 @@ class ClearBestOfKConfig:
         ks: subset sizes K.
         subsets: K-subsets drawn per question when K < G.
         temperature, top_p, max_new_tokens, batch_size, seed: sampling settings.
+        threads: torch threads of the run (fixed, so the same seed gives the same completions at
+            any machine load; part of the cache key).
         backend: ``"transformers"`` or ``"vllm"``.
         n_bootstrap, confidence: bootstrap settings.
         overwrite: regenerate even when the completions cache matches.
@@ -96,6 +99,10 @@ class ClearBestOfKConfig:
     max_new_tokens: int = option(512, help="generation budget per completion")
     batch_size: int = option(16, help="sequences per generate / forward call")
     seed: int = option(0, help="seed of sampling, subsets and bootstrap")
+    threads: int = option(
+        DEFAULT_THREADS,
+        help="torch threads of the run: fixed, so a seed gives the same completions at any load",
+    )
     backend: str = option(
         "transformers", help="generation backend: transformers or vllm (GPU, optional package)"
     )
@@ -139,6 +146,8 @@ class ClearBestOfKConfig:
             raise ConfigError(f"--top-p must be in (0, 1], got {self.top_p}")
         if self.max_new_tokens < 1 or self.batch_size < 1:
             raise ConfigError("--max-new-tokens and --batch-size must be >= 1")
+        if self.threads < 1:
+            raise ConfigError(f"--threads must be >= 1, got {self.threads}")
         if self.backend not in BACKENDS:
             raise ConfigError(f"--backend must be one of {BACKENDS}, got {self.backend!r}")
         if self.engine not in ENGINES:
@@ -349,6 +358,7 @@ def run_clear_bestofk(config: ClearBestOfKConfig) -> ClearBestOfKReport:
         SamplingSettings,
         cached_generate,
         checkpoint_fingerprint,
+        fixed_threads,
         load_checkpoint,
     )
     from faithgrpo.tasks.clear import load_records
@@ -392,6 +402,7 @@ def run_clear_bestofk(config: ClearBestOfKConfig) -> ClearBestOfKReport:
         max_new_tokens=config.max_new_tokens,
         seed=config.seed,
         batch_size=config.batch_size,
+        threads=config.threads,
     )
     prompts = [chat_prompt(q.problem) for q in questions]
     completions_path = out / "completions.jsonl"
@@ -415,7 +426,8 @@ def run_clear_bestofk(config: ClearBestOfKConfig) -> ClearBestOfKReport:
         engine=config.engine,
     )
     pairs = [(p, c) for p, r in zip(prompts, records_out) for c in r.completions]
-    flat = _confidences(out / "confidence.json", completions_path, load, pairs, config)
+    with fixed_threads(config.threads):
+        flat = _confidences(out / "confidence.json", completions_path, load, pairs, config)
     start = time.perf_counter()
     pools = []
     for i, (question, record) in enumerate(zip(questions, records_out)):

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from faithgrpo.eval.adapters import check_task, task_rows
-from faithgrpo.eval.generation import BACKENDS, ENGINES  # torch-free at import
+from faithgrpo.eval.generation import BACKENDS, DEFAULT_THREADS, ENGINES  # torch-free at import
 from faithgrpo.eval.hints import HINT_TYPES, parse_hint_types
 from faithgrpo.eval.options import (
     CheckpointAction,
@@ -150,6 +150,11 @@ class EvalConfig:
         help="transformers sampling loop: decode (faithgrpo's KV-slot loop, Llama/Qwen2), generate "
         "(model.generate), or auto (decode where it applies); same distribution, not in the cache key",
     )
+    threads: int = option(
+        DEFAULT_THREADS,
+        help="torch threads for every computation of the run: fixed, so the same seed gives the same "
+        "completions at any machine load (CPU sums depend on the count); part of the cache key",
+    )
     n_bootstrap: int = option(1000, flag="--bootstrap", help="bootstrap resamples")
     confidence: float = option(0.95, help="interval coverage, e.g. 0.95")
     overwrite: bool = option(False, help="regenerate even when a matching cache exists")
@@ -188,7 +193,7 @@ class EvalConfig:
         self._validate_task_configs()
         if not self.ks:
             raise ValueError("--k must list at least one K, e.g. 1,2,4,8")
-        for name in ("samples", "prompts", "batch_size", "max_new_tokens"):
+        for name in ("samples", "prompts", "batch_size", "max_new_tokens", "threads"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"--{name.replace('_', '-')} must be a positive integer, got {value!r}")

@@ -17,9 +17,11 @@ only what evaluation sampling needs:
 - a step issues few operations (q/k/v and gate/up as one matmul each, fused RMS norm, rotary
   embedding in three operations); on a CPU in float32 its matmuls use weights prepacked once for
   the batch's row count (`PrepackedLinear`, MKL's packed GEMM);
-- a step runs with the faster of torch's thread count and one thread, re-measured as it goes
-  (`_Threads`: on a CPU shared with other jobs one thread can be several times faster; results do
-  not depend on the count);
+- the whole run (prefill, steps, sampling) keeps one thread count, the one its caller fixed
+  (`faithgrpo.eval.generation.fixed_threads`, from `SamplingSettings.threads`): CPU kernels split
+  sums differently at different counts (the embedded model's shared-prefix prefill moved logits by
+  ~2e-5 between 1 and 2 threads, which flipped sampled tokens), so the loop never changes the
+  count itself, and the same settings and seed give the same tokens on a busy or an idle machine;
 - each row draws from its own seeded generator, so a completion does not depend on the batch it
   ran in (up to float rounding, which can differ between row counts), and the caller's RNG is
   never touched.
@@ -227,51 +229,6 @@ class DecodeEngine:
 MIN_SHARED_PREFIX = 16
 
 
-class _Threads:
-    """Runs each step with the faster of torch's thread count and one thread, re-measured as it goes.
-
-    On a CPU shared with other jobs, a 2-thread step waits at every operation for a thread the OS
-    has parked elsewhere, and can run several times slower than one thread; on an idle CPU more
-    threads win. Every ``every`` steps two consecutive steps are timed, one with each count, and the
-    faster count is kept; when one count is more than twice as slow the next check waits twice as
-    long (up to ``8 * every`` steps), so probing costs little. The count does not change results
-    (the kernels split rows and heads, not sums: logits agree bit for bit, see the tests).
-    """
-
-    def __init__(self, torch, every: int = 32, cpu: bool = True):
-        import os
-
-        self.torch, self.every, self.count = torch, every, 0
-        self.interval, self.next_probe = every, 1
-        self.original = torch.get_num_threads()
-        self.choices = [self.original, 1] if self.original > 1 and cpu else [self.original]
-        busy = cpu and hasattr(os, "getloadavg") and os.getloadavg()[0] >= (os.cpu_count() or 1)
-        self.best = self.choices[-1] if busy else self.choices[0]
-        self.probe: dict[int, float] = {}
-        torch.set_num_threads(self.best)
-
-    def run(self, step, *args):
-        phase = self.count - self.next_probe
-        self.count += 1
-        if len(self.choices) == 1 or phase not in (0, 1):
-            return step(*args)
-        threads = self.choices[phase]
-        self.torch.set_num_threads(threads)
-        start = time.perf_counter()
-        result = step(*args)
-        self.probe[threads] = time.perf_counter() - start
-        if phase == 1:
-            self.best = min(self.probe, key=self.probe.get)
-            clear = max(self.probe.values()) > 2 * min(self.probe.values())
-            self.interval = min(2 * self.interval, 8 * self.every) if clear else self.every
-            self.next_probe = self.count + self.interval
-        self.torch.set_num_threads(self.best)
-        return result
-
-    def restore(self) -> None:
-        self.torch.set_num_threads(self.original)
-
-
 def _common_prefix(sequences: Sequence[Sequence[int]]) -> list[int]:
     """The longest common prefix of the prompts, short of the shortest prompt's last token."""
     first = list(sequences[0])
@@ -308,6 +265,10 @@ def decode_rows(
         eos: end-of-sequence token ids (a row stops after emitting one).
         seed: the run's seed; row ``(i, j)`` samples with `row_seed`\\ ``(seed, i, j)``.
         on_done: called once per finished row (progress).
+
+    Runs at torch's current thread count and never changes it: the caller fixes the count
+    (`generate_completions` runs under ``fixed_threads(settings.threads)``), so the tokens do not
+    depend on the machine's load.
     """
     import torch
 
@@ -374,37 +335,33 @@ def decode_rows(
             return True
         return False
 
-    threads = _Threads(torch, cpu=device.type == "cpu")
-    try:
-        # Evaluation prompts of one task share a long instruction prefix: prefill it once for all.
-        shared = _common_prefix([encoded[i] for i in left])
-        if len(shared) >= MIN_SHARED_PREFIX and len(left) > 1:
-            prefix = engine.prefill(shared)[1]
+    # Evaluation prompts of one task share a long instruction prefix: prefill it once for all.
+    shared = _common_prefix([encoded[i] for i in left])
+    if len(shared) >= MIN_SHARED_PREFIX and len(left) > 1:
+        prefix = engine.prefill(shared)[1]
+    while len(running) < slots and start(len(running)):
+        pass
+    while running:
+        logits = engine.step([out[row][-1] for row in running])
+        tokens = sample_tokens(logits, temperature, top_p, generators)
+        done = []
+        for slot, token in enumerate(tokens):
+            row = running[slot]
+            out[row].append(token)
+            if token in eos or len(out[row]) >= max_new_tokens:
+                done.append(slot)
+        for slot in reversed(done):  # from the back: a slot moved down is never one still to handle
+            finish(running[slot])
+            if start(slot):
+                continue
+            last = len(running) - 1
+            if slot != last:
+                engine.cache.move_row(last, slot)
+                running[slot], generators[slot] = running[last], generators[last]
+            running.pop()
+            generators.pop()
         while len(running) < slots and start(len(running)):
             pass
-        while running:
-            logits = threads.run(engine.step, [out[row][-1] for row in running])
-            tokens = sample_tokens(logits, temperature, top_p, generators)
-            done = []
-            for slot, token in enumerate(tokens):
-                row = running[slot]
-                out[row].append(token)
-                if token in eos or len(out[row]) >= max_new_tokens:
-                    done.append(slot)
-            for slot in reversed(done):  # from the back: a slot moved down is never one still to handle
-                finish(running[slot])
-                if start(slot):
-                    continue
-                last = len(running) - 1
-                if slot != last:
-                    engine.cache.move_row(last, slot)
-                    running[slot], generators[slot] = running[last], generators[last]
-                running.pop()
-                generators.pop()
-            while len(running) < slots and start(len(running)):
-                pass
-    finally:
-        threads.restore()
     return out
 
 

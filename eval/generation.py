@@ -20,6 +20,7 @@ inconsistent or stale files with an error that names the fix.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import math
@@ -39,6 +40,7 @@ from faithgrpo.eval.cache import (
 from faithgrpo.eval.checkpoints import AdapterMismatchError, check_checkpoint, load_checkpoint
 
 __all__ = [
+    "DEFAULT_THREADS",
     "AdapterMismatchError",
     "CacheError",
     "CompletionRecord",
@@ -47,6 +49,7 @@ __all__ = [
     "cached_generate",
     "check_checkpoint",
     "checkpoint_fingerprint",
+    "fixed_threads",
     "generate_completions",
     "load_checkpoint",
     "read_completions",
@@ -56,6 +59,10 @@ __all__ = [
 ]
 
 BACKENDS = ("transformers", "vllm")
+# Torch threads of a run unless a setting says otherwise: one thread is what every machine has, and
+# on a CPU shared with other jobs it is also often the fastest (a parked second thread stalls each
+# operation). The count is a setting, not a measurement of the machine: see `SamplingSettings.threads`.
+DEFAULT_THREADS = 1
 # Engines of the transformers backend: "decode" is the small sampling loop of `faithgrpo.eval.decoding`
 # (Llama/Qwen2 models), "generate" is ``model.generate``; "auto" takes "decode" where it applies.
 ENGINES = ("auto", "decode", "generate")
@@ -72,6 +79,11 @@ class SamplingSettings:
         max_new_tokens: generation budget per completion.
         seed: seed of the sampling (each batch is seeded from it and the batch index).
         batch_size: sequences (prompts × samples) per ``generate`` call.
+        threads: torch threads while sampling with the transformers backend (`fixed_threads`). CPU
+            kernels split sums differently at different thread counts (the embedded model's prefill
+            logits move by ~2e-5 between 1 and 2 threads, enough to flip sampled tokens), so the count
+            is fixed by this setting, whatever the machine's cores or load, and is part of every cache
+            key: the same settings and seed give the same completions on any load.
     """
 
     num_samples: int = 8
@@ -80,6 +92,7 @@ class SamplingSettings:
     max_new_tokens: int = 512
     seed: int = 0
     batch_size: int = 16
+    threads: int = DEFAULT_THREADS
 
     def __post_init__(self) -> None:
         if not isinstance(self.num_samples, int) or self.num_samples < 1:
@@ -92,6 +105,8 @@ class SamplingSettings:
             raise ValueError(f"max_new_tokens must be a positive int, got {self.max_new_tokens!r}")
         if not isinstance(self.batch_size, int) or self.batch_size < 1:
             raise ValueError(f"batch_size must be a positive int, got {self.batch_size!r}")
+        if isinstance(self.threads, bool) or not isinstance(self.threads, int) or self.threads < 1:
+            raise ValueError(f"threads must be a positive int, got {self.threads!r}")
 
 
 @dataclass(frozen=True)
@@ -116,6 +131,23 @@ class GenerationStats:
 # ---------------------------------------------------------------------------------------------------
 # Generation
 # ---------------------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def fixed_threads(threads: int) -> Iterator[None]:
+    """Run the block with ``torch.set_num_threads(threads)``, then restore the caller's count.
+
+    Every CPU computation whose result feeds a cached or reported number runs under this, so the
+    numbers depend on the setting, never on the machine's core count or on its load.
+    """
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def vllm_available() -> bool:
@@ -213,11 +245,14 @@ def generate_completions(
     why_not = decoding.unsupported_reason(model) if engine != "generate" else "engine='generate'"
     if engine == "decode" and why_not:
         raise ValueError(f"the decode engine cannot sample this model: {why_not}; use engine='generate'")
-    if why_not is None and all(_prompt_ids(tokenizer, p) for p in prompts):
-        record_settings["engine"] = "decode"
-        return decoding.generate_decode(model, tokenizer, prompts, settings, ids, record_settings, progress)
-    record_settings["engine"] = "generate"
-    return _generate_transformers(model, tokenizer, prompts, settings, ids, record_settings, progress)
+    with fixed_threads(settings.threads):
+        if why_not is None and all(_prompt_ids(tokenizer, p) for p in prompts):
+            record_settings["engine"] = "decode"
+            return decoding.generate_decode(
+                model, tokenizer, prompts, settings, ids, record_settings, progress
+            )
+        record_settings["engine"] = "generate"
+        return _generate_transformers(model, tokenizer, prompts, settings, ids, record_settings, progress)
 
 
 def _generate_transformers(model, tokenizer, prompts, settings, ids, record_settings, progress):

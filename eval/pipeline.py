@@ -164,9 +164,15 @@ def run_eval(config: EvalConfig, out_dir: str | Path) -> dict[str, Any]:
         )
     ]
     judge = make_judge(config)
-    checkpoints = [
-        evaluate_checkpoint(c, config, rows_by_task, questions, out_dir, judge) for c in config.checkpoints()
-    ]
+    from faithgrpo.eval.generation import fixed_threads
+
+    # Every torch computation of the run (sampling, log-probabilities, AOC / CIR, CRoS Δ) at the
+    # run's thread count: the numbers then do not depend on the machine's cores or load.
+    with fixed_threads(config.threads):
+        checkpoints = [
+            evaluate_checkpoint(c, config, rows_by_task, questions, out_dir, judge)
+            for c in config.checkpoints()
+        ]
     return {
         "faithgrpo_version": faithgrpo.__version__,
         "config": {**asdict(config), "out": str(out_dir)},

@@ -36,6 +36,7 @@ def make_judge(config: EvalConfig):
         max_new_tokens=config.judge_max_new_tokens,
         seed=config.seed,
         batch_size=config.batch_size,
+        threads=config.threads,
     )
     return LLMJudge(
         config.judge_model,

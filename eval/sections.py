@@ -50,6 +50,7 @@ def sampling_settings(config: EvalConfig, num_samples: int):
         max_new_tokens=config.max_new_tokens,
         seed=config.seed,
         batch_size=config.batch_size,
+        threads=config.threads,
     )
 
 

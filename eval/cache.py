@@ -2,9 +2,10 @@
 
 `write_completions` / `read_completions` store and validate ``{"id", "prompt", "completions",
 "num_tokens", "settings"}`` records; `cached_generate` reuses a cache only when the prompts (ids and
-texts), the sampling settings, the backend and the checkpoint fingerprint
-(`checkpoint_fingerprint`: the weight, adapter and tokenizer files) all match, and otherwise refuses
-with an error naming ``--overwrite``. Re-exported by `faithgrpo.eval.generation`.
+texts), the sampling settings (thread count included), the backend and the weights
+(`weights_fingerprint`: the SHA-256 of every weight, adapter and tokenizer file, read in full) all
+match, and otherwise refuses with an error that names what changed and ``--overwrite``.
+Re-exported by `faithgrpo.eval.generation`.
 """
 
 from __future__ import annotations
@@ -27,7 +28,10 @@ __all__ = [
     "CompletionRecord",
     "cached_generate",
     "checkpoint_fingerprint",
+    "describe_weights_change",
+    "file_sha256",
     "read_completions",
+    "weights_fingerprint",
     "write_completions",
 ]
 
@@ -56,42 +60,64 @@ class CompletionRecord:
 
 
 _FINGERPRINT_SUFFIXES = (".safetensors", ".bin", ".pt", ".gguf", ".json", ".model", ".jinja", ".txt")
-_EDGE_BYTES = 1 << 20
+_BLOCK_BYTES = 1 << 20
 
 
-def _directory_fingerprint(directory: Path) -> list:
-    """(name, size, mtime, hash of the first and last MiB) of every weight/config/tokenizer file."""
-    entries = []
+def file_sha256(path: str | os.PathLike) -> str:
+    """SHA-256 of the whole file, streamed in 1 MiB blocks (the embedded model's 538 MB: ~0.4 s)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(_BLOCK_BYTES), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _directory_files(directory: Path, memo: dict[str, str] | None) -> dict[str, str]:
+    """File name -> SHA-256 of every weight, config and tokenizer file of a checkpoint directory.
+
+    ``memo`` is a run's table of digests by absolute path: a file is read once per run however many
+    checkpoints (policy, baseline, judge) share it. It is never kept across runs, so a file changed
+    in place with its size and modification time restored is read again by the next run.
+    """
+    memo = {} if memo is None else memo
+    files = {}
     for path in sorted(directory.iterdir()):
-        if not path.is_file() or path.suffix not in _FINGERPRINT_SUFFIXES:
-            continue
-        stat = path.stat()
-        digest = hashlib.sha256()
-        with open(path, "rb") as fh:
-            digest.update(fh.read(_EDGE_BYTES))
-            if stat.st_size > 2 * _EDGE_BYTES:
-                fh.seek(-_EDGE_BYTES, os.SEEK_END)
-                digest.update(fh.read(_EDGE_BYTES))
-        entries.append([path.name, stat.st_size, stat.st_mtime_ns, digest.hexdigest()])
-    return entries
+        if path.is_file() and path.suffix in _FINGERPRINT_SUFFIXES:
+            key = os.path.abspath(path)
+            if key not in memo:
+                memo[key] = file_sha256(path)
+            files[path.name] = memo[key]
+    return files
 
 
-def checkpoint_fingerprint(model: str | os.PathLike, adapter: str | os.PathLike | None = None) -> str:
-    """A short hash that changes when the weights (or adapter, or tokenizer files) behind a checkpoint change.
+def weights_fingerprint(
+    model: str | os.PathLike,
+    adapter: str | os.PathLike | None = None,
+    *,
+    memo: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """The content of the weights behind a checkpoint: per role, its source and every file's SHA-256.
 
-    Local directories (and hub ids found in the local Hugging Face cache, by snapshot) are
-    fingerprinted by every weight, config and tokenizer file's name, size, modification time and
-    the hash of its first and last MiB, so weights overwritten at the same path give a new
-    fingerprint without reading gigabytes. A hub id that is not cached is keyed by its name only.
-    Completion caches store it, so metrics are never computed on completions of other weights.
+    Local directories (and hub ids found in the local Hugging Face cache, by snapshot) are read in
+    full: every weight, config and tokenizer file is hashed (`file_sha256`), so a change anywhere in
+    a file gives another fingerprint even when its size and modification time were kept (``cp -p``,
+    ``rsync -t``, a restore). A hub id that is not cached is keyed by its name only (``files`` is
+    ``None``). Completion and judge caches store this under ``"weights"``, and a cache whose weights
+    differ is refused with the files that changed (`describe_weights_change`).
 
-    Example:
-        >>> checkpoint_fingerprint("org/not-cached") == checkpoint_fingerprint("org/not-cached")
-        True
+    Args:
+        model: ``"embedded"``, a local checkpoint directory or a hub id.
+        adapter: an optional LoRA adapter directory.
+        memo: the run's digests by absolute path, filled as files are read: pass one table to every
+            fingerprint of a run and each file is read once (never reuse a table across runs).
+
+    Returns:
+        ``{"model": {"source": path or id, "files": {name: sha256} or None}, "adapter": {...}}``
+        (no ``"adapter"`` without one).
     """
     from faithgrpo.models import resolve
 
-    parts: list = []
+    out: dict[str, Any] = {}
     for role, reference in (("model", model), ("adapter", adapter)):
         if reference is None:
             continue
@@ -102,8 +128,74 @@ def checkpoint_fingerprint(model: str | os.PathLike, adapter: str | os.PathLike 
                 from huggingface_hub import snapshot_download
 
                 directory = Path(snapshot_download(resolved, local_files_only=True))
-        parts.append([role, str(resolved), _directory_fingerprint(directory) if directory else None])
-    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:16]
+        out[role] = {
+            "source": str(resolved),
+            "files": _directory_files(directory, memo) if directory is not None else None,
+        }
+    return out
+
+
+def checkpoint_fingerprint(
+    model: str | os.PathLike,
+    adapter: str | os.PathLike | None = None,
+    *,
+    memo: dict[str, str] | None = None,
+) -> str:
+    """A short hash of `weights_fingerprint`: it changes when any byte of a weight, adapter or tokenizer file does.
+
+    Example:
+        >>> checkpoint_fingerprint("org/not-cached") == checkpoint_fingerprint("org/not-cached")
+        True
+    """
+    text = json.dumps(weights_fingerprint(model, adapter, memo=memo), sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def describe_weights_change(have: Any, want: Any) -> str:
+    """What differs between two `weights_fingerprint` values, in words (files named), for error messages.
+
+    Example:
+        >>> old = {"model": {"source": "/m", "files": {"model.safetensors": "aa" * 32, "config.json": "bb" * 32}}}
+        >>> new = {"model": {"source": "/m", "files": {"model.safetensors": "cc" * 32, "config.json": "bb" * 32}}}
+        >>> describe_weights_change(old, new)
+        'model /m: model.safetensors has other content (sha256 aaaaaaaaaaaa... then, cccccccccccc... now)'
+    """
+    if not isinstance(have, dict) or not all(isinstance(v, dict) for v in have.values()):
+        return (
+            f"a weights fingerprint of an older faithgrpo ({have!r}; it hashed only the first and last MiB of "
+            "each file), so the weights cannot be compared"
+        )
+    changes = []
+    for role in sorted(set(have) | set(want), key=("model", "adapter").index):
+        then, now = have.get(role), want.get(role)
+        if then is None:
+            changes.append(f"{role} {now['source']} added")
+            continue
+        if now is None:
+            changes.append(f"{role} {then['source']} removed")
+            continue
+        where = f"{role} {now['source']}"
+        if then.get("source") != now.get("source"):
+            changes.append(f"{role} was {then.get('source')}, now {now.get('source')}")
+        old_files, new_files = then.get("files"), now.get("files")
+        if old_files == new_files:
+            continue
+        if old_files is None or new_files is None:
+            changes.append(f"{where}: {'now' if old_files is None else 'no longer'} found locally")
+            continue
+        for name in sorted(set(old_files) | set(new_files)):
+            a, b = old_files.get(name), new_files.get(name)
+            if a == b:
+                continue
+            if a is None:
+                changes.append(f"{where}: {name} is new")
+            elif b is None:
+                changes.append(f"{where}: {name} is gone")
+            else:
+                changes.append(
+                    f"{where}: {name} has other content (sha256 {a[:12]}... then, {b[:12]}... now)"
+                )
+    return "; ".join(changes) or "the fingerprints differ"
 
 
 def write_completions(path: str | os.PathLike, records: Sequence[CompletionRecord]) -> Path:
@@ -291,9 +383,20 @@ def read_completions(
     if expected_settings and reference is not None:
         diffs = {k: (reference.get(k), v) for k, v in expected_settings.items() if reference.get(k) != v}
         if diffs:
-            described = ", ".join(f"{k}={have!r} (wanted {want!r})" for k, (have, want) in diffs.items())
+            described = ", ".join(
+                _describe_setting(k, have, want, k in reference) for k, (have, want) in diffs.items()
+            )
             raise CacheError(
                 f"completions cache {str(path)!r} was generated with {described}: pass --overwrite to "
                 "regenerate it, or use a fresh output directory or matching settings"
             )
     return records
+
+
+def _describe_setting(key: str, have: Any, want: Any, recorded: bool) -> str:
+    """One differing cache-key field, in words: ``seed=0 (wanted 1)``, or the weight files that changed."""
+    if key == "weights" and isinstance(want, dict):
+        return f"other weights ({describe_weights_change(have, want)})"
+    if not recorded:
+        return f"no {key} recorded (an older faithgrpo; wanted {want!r})"
+    return f"{key}={have!r} (wanted {want!r})"

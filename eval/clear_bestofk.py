@@ -325,6 +325,7 @@ def _confidences(
     load: Callable[[], tuple[Any, Any]],
     pairs: list[tuple[Any, str]],
     config,
+    memo: dict[str, str] | None = None,
 ) -> list[float | None]:
     """Mean answer log-probabilities, cached next to the completions they were computed from."""
     from faithgrpo.eval.generation import checkpoint_fingerprint
@@ -332,7 +333,7 @@ def _confidences(
 
     key = {
         "completions_sha256": _sha256(completions_path),
-        "weights": checkpoint_fingerprint(config.model, config.adapter),
+        "weights": checkpoint_fingerprint(config.model, config.adapter, memo=memo),
     }
     if path.exists() and not config.overwrite:
         try:
@@ -357,9 +358,9 @@ def run_clear_bestofk(config: ClearBestOfKConfig) -> ClearBestOfKReport:
     from faithgrpo.eval.generation import (
         SamplingSettings,
         cached_generate,
-        checkpoint_fingerprint,
         fixed_threads,
         load_checkpoint,
+        weights_fingerprint,
     )
     from faithgrpo.tasks.clear import load_records
     from faithgrpo.tasks.prompts import chat_prompt
@@ -406,10 +407,11 @@ def run_clear_bestofk(config: ClearBestOfKConfig) -> ClearBestOfKReport:
     )
     prompts = [chat_prompt(q.problem) for q in questions]
     completions_path = out / "completions.jsonl"
+    memo: dict[str, str] = {}  # each weight file is hashed once per run
     metadata = {
         "model": config.model,
         "adapter": config.adapter,
-        "weights": checkpoint_fingerprint(config.model, config.adapter),
+        "weights": weights_fingerprint(config.model, config.adapter, memo=memo),
         "experiment": "clear-bestofk",
     }
     records_out, generation = cached_generate(
@@ -427,7 +429,7 @@ def run_clear_bestofk(config: ClearBestOfKConfig) -> ClearBestOfKReport:
     )
     pairs = [(p, c) for p, r in zip(prompts, records_out) for c in r.completions]
     with fixed_threads(config.threads):
-        flat = _confidences(out / "confidence.json", completions_path, load, pairs, config)
+        flat = _confidences(out / "confidence.json", completions_path, load, pairs, config, memo)
     start = time.perf_counter()
     pools = []
     for i, (question, record) in enumerate(zip(questions, records_out)):

@@ -35,6 +35,7 @@ from faithgrpo.eval.cache import (
     cached_generate,
     checkpoint_fingerprint,
     read_completions,
+    weights_fingerprint,
     write_completions,
 )
 from faithgrpo.eval.checkpoints import AdapterMismatchError, check_checkpoint, load_checkpoint
@@ -55,6 +56,7 @@ __all__ = [
     "read_completions",
     "vllm_available",
     "vllm_engine",
+    "weights_fingerprint",
     "write_completions",
 ]
 

@@ -242,6 +242,10 @@ class LLMJudge:
         progress: show progress bars while generating.
         loader: a zero-argument callable returning ``(model, tokenizer)``, replacing `load_checkpoint`
             (tests, or a model already in memory).
+        weights: the judge's weights fingerprint, part of its cache key (default: `weights_fingerprint`
+            of ``model`` and ``adapter``, every file hashed, computed on first use); pass one with a
+            ``loader`` whose model is not the files ``model`` names.
+        memo: the run's file digests (`faithgrpo.eval.cache.file_sha256`), shared with the policy's.
 
     Example:
         >>> from faithgrpo.eval.generation import SamplingSettings
@@ -263,6 +267,8 @@ class LLMJudge:
         overwrite: bool = False,
         progress: bool = True,
         loader: Callable[[], tuple[Any, Any]] | None = None,
+        weights: Any = None,
+        memo: dict[str, str] | None = None,
     ) -> None:
         from faithgrpo.eval.passk import JUDGE_AGGREGATIONS
 
@@ -278,6 +284,17 @@ class LLMJudge:
         self.progress = progress
         self._loader = loader
         self._loaded: tuple[Any, Any] | None = None
+        self._weights = weights
+        self._memo = memo
+
+    @property
+    def weights(self) -> Any:
+        """The fingerprint of the judge's weights (its cache key), computed once."""
+        if self._weights is None:
+            from faithgrpo.eval.generation import weights_fingerprint
+
+            self._weights = weights_fingerprint(self.model, self.adapter, memo=self._memo)
+        return self._weights
 
     def load(self) -> tuple[Any, Any]:
         """``(model, tokenizer)`` of the judge, loaded once."""
@@ -332,7 +349,14 @@ class LLMJudge:
             return JudgeResult(
                 [], [], [], self.aggregate, {"cached": False, "completions": 0, "new_tokens": 0}
             )
-        metadata = {"role": "judge", "model": self.model, "adapter": self.adapter, **(metadata or {})}
+        metadata = {
+            "role": "judge",
+            "model": self.model,
+            "adapter": self.adapter,
+            # New judge weights at the same path are new verdicts: the cache follows the files' content.
+            "weights": self.weights,
+            **(metadata or {}),
+        }
         if cache_path is None:
             model, tokenizer = self.load()
             records, stats = generate_completions(

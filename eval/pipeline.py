@@ -57,6 +57,7 @@ def evaluate_checkpoint(
     questions: list,
     out_dir: Path,
     judge=None,
+    memo: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """All metrics of one checkpoint; completions (and judge texts) are cached under ``out_dir / checkpoint.label``.
 
@@ -67,20 +68,28 @@ def evaluate_checkpoint(
         questions: multiple-choice questions for the hint protocol.
         out_dir: the run's output folder.
         judge: an optional `LLMJudge` (see `make_judge`).
+        memo: the run's file digests (`faithgrpo.eval.cache.file_sha256`), so weights shared by
+            several checkpoints and the judge are read once per run.
 
     Returns:
         The checkpoint's report section.
     """
-    from faithgrpo.eval.generation import checkpoint_fingerprint, load_checkpoint
+    from faithgrpo.eval.generation import load_checkpoint, weights_fingerprint
 
     model, tokenizer = load_checkpoint(checkpoint.model, checkpoint.adapter)
     work = out_dir / checkpoint.label
     metadata = {
         "model": checkpoint.model,
         "adapter": checkpoint.adapter,
-        "weights": checkpoint_fingerprint(checkpoint.model, checkpoint.adapter),
+        # Every byte of the weight, adapter and tokenizer files: the caches follow their content.
+        "weights": weights_fingerprint(checkpoint.model, checkpoint.adapter, memo=memo),
     }
-    section: dict[str, Any] = {**asdict(checkpoint), "generation": {}, "passk": {}}
+    section: dict[str, Any] = {
+        **asdict(checkpoint),
+        "weights": metadata["weights"],
+        "generation": {},
+        "passk": {},
+    }
     settings = sampling_settings(config, config.samples)
     first_completions = []
     for task, rows in rows_by_task.items():
@@ -163,14 +172,15 @@ def run_eval(config: EvalConfig, out_dir: str | Path) -> dict[str, Any]:
             else []
         )
     ]
-    judge = make_judge(config)
+    memo: dict[str, str] = {}  # file digests, computed once per run
+    judge = make_judge(config, memo)
     from faithgrpo.eval.generation import fixed_threads
 
     # Every torch computation of the run (sampling, log-probabilities, AOC / CIR, CRoS Δ) at the
     # run's thread count: the numbers then do not depend on the machine's cores or load.
     with fixed_threads(config.threads):
         checkpoints = [
-            evaluate_checkpoint(c, config, rows_by_task, questions, out_dir, judge)
+            evaluate_checkpoint(c, config, rows_by_task, questions, out_dir, judge, memo)
             for c in config.checkpoints()
         ]
     return {

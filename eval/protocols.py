@@ -19,10 +19,11 @@ from faithgrpo.eval.sections import checker_agreement, generate_cached, rate_est
 __all__ = ["hints_section", "judge_hints_section", "judge_passk_section", "make_judge"]
 
 
-def make_judge(config: EvalConfig):
+def make_judge(config: EvalConfig, memo: dict[str, str] | None = None):
     """The `LLMJudge` configured by ``config.judge_*``, or ``None`` without ``--judge``.
 
-    The judge model is loaded on first use and shared by all checkpoints of the run.
+    The judge model is loaded on first use and shared by all checkpoints of the run; its weights
+    are fingerprinted with the run's file digests ``memo`` (each file read once per run).
     """
     if not config.judge_model:
         return None
@@ -45,6 +46,7 @@ def make_judge(config: EvalConfig):
         aggregate=config.judge_aggregate,
         overwrite=config.overwrite,
         progress=config.progress,
+        memo=memo,
     )
 
 

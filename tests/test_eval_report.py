@@ -345,3 +345,36 @@ def test_eval_report_with_a_baseline_has_paired_hint_differences(tiny_llama, mon
         for est in per.values():
             assert est["value"] in (0.0, None)
     assert "paired over the same questions" in (tmp_path / "report.md").read_text()
+
+
+def test_eval_refuses_completions_of_weights_changed_in_the_middle(tiny_llama, monkeypatch, tmp_path, capsys):
+    # issue 32 end to end: 256 KiB changed in the middle of a 10 MB weight file, size and mtime kept,
+    # made the rerun reuse the old completions; each file is read once per run (model and baseline
+    # share the directory here).
+    import random
+
+    from test_generation import _rewrite_middle_keeping_size_and_mtime
+
+    from faithgrpo.eval import cache
+
+    model_dir = tmp_path / "weights"
+    model_dir.mkdir()
+    (model_dir / "config.json").write_text("{}")
+    weights = model_dir / "model.safetensors"
+    weights.write_bytes(random.Random(1).randbytes(10 * 10**6))
+    reads = []
+    real = cache.file_sha256
+    monkeypatch.setattr(cache, "file_sha256", lambda path: reads.append(path.name) or real(path))
+    extra = ("--model", str(model_dir), "--baseline", str(model_dir), "--out", str(tmp_path / "out"))
+    run = lambda: _scripted_eval(  # noqa: E731
+        tiny_llama, monkeypatch, tmp_path, tasks="causal_graph", hint_questions=0, extra=extra
+    )[0]
+    assert run() == 0 and sorted(reads) == ["config.json", "model.safetensors"]
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert report["checkpoints"][0]["weights"]["model"]["files"]["model.safetensors"] == real(weights)
+    assert run() == 0  # unchanged weights: the caches are reused
+    _rewrite_middle_keeping_size_and_mtime(weights)
+    capsys.readouterr()
+    assert run() == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "model.safetensors has other content" in err and "--overwrite" in err

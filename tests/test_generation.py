@@ -307,6 +307,98 @@ def test_cache_refuses_completions_of_overwritten_weights_and_edited_prompts(tmp
         run(fingerprint, ["2 + 2 = ?", "3 + 3 = ?"])
 
 
+def _rewrite_middle_keeping_size_and_mtime(path, nbytes=256 * 1024):
+    """Flip ``nbytes`` bytes in the middle of ``path``; restore its access and modification times."""
+    import os
+
+    before = path.stat()
+    start = before.st_size // 2 - nbytes // 2
+    with open(path, "r+b") as handle:
+        handle.seek(start)
+        chunk = handle.read(nbytes)
+        handle.seek(start)
+        handle.write(bytes(b ^ 0xFF for b in chunk))
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))  # as cp -p, rsync -t or a restore do
+    after = path.stat()
+    assert (after.st_size, after.st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+    return start
+
+
+def test_cache_refuses_weights_changed_in_the_middle_with_size_and_mtime_kept(tmp_path, tiny_llama):
+    # issue 32: the fingerprint read only each file's first and last MiB (+ size, mtime), so 256 KiB
+    # changed in the middle of a 10 MB weight file with its mtime kept reused the old completions.
+    import hashlib
+    import os
+    import random
+
+    from faithgrpo.eval.generation import cached_generate, weights_fingerprint
+
+    model_dir = tmp_path / "model"
+    model_dir.mkdir()
+    (model_dir / "config.json").write_text('{"model_type": "llama"}')
+    weights = model_dir / "model.safetensors"
+    weights.write_bytes(random.Random(0).randbytes(10 * 10**6))
+    settings = SamplingSettings(num_samples=2, max_new_tokens=3, batch_size=4)
+    cache = tmp_path / "completions.jsonl"
+    loads = []
+
+    def run():
+        meta = {"model": str(model_dir), "adapter": None, "weights": weights_fingerprint(model_dir)}
+        load = lambda: loads.append(1) or tiny_llama  # noqa: E731 (the weights on disk are not a model)
+        return cached_generate(
+            cache, load, ["2 + 2 =", "3 + 3 ="], ["a", "b"], settings, meta, progress=False
+        )
+
+    assert run()[1]["cached"] is False
+    assert run()[1]["cached"] is True and len(loads) == 1
+    # Only touched: the same content, so the same completions (a fingerprint of content, not of times).
+    os.utime(weights, ns=(10**18, 10**18))
+    assert run()[1]["cached"] is True
+    start = _rewrite_middle_keeping_size_and_mtime(weights)
+    assert start > 4 * 2**20 and weights.stat().st_size - start > 4 * 2**20  # far from both edges
+    files = weights_fingerprint(model_dir)["model"]["files"]
+    assert files["model.safetensors"] == hashlib.sha256(weights.read_bytes()).hexdigest()
+    assert files["config.json"] == hashlib.sha256((model_dir / "config.json").read_bytes()).hexdigest()
+    with pytest.raises(CacheError) as refused:
+        run()
+    message = str(refused.value)
+    assert "other weights (model " in message and "model.safetensors has other content" in message
+    assert "config.json" not in message and "--overwrite" in message and len(loads) == 1
+
+
+def test_weight_files_are_read_once_per_memo(tmp_path, monkeypatch):
+    from faithgrpo.eval import cache
+
+    for name in ("a.safetensors", "tokenizer.json", "notes.md"):
+        (tmp_path / name).write_bytes(name.encode())
+    reads = []
+    real = cache.file_sha256
+    monkeypatch.setattr(cache, "file_sha256", lambda path: reads.append(path.name) or real(path))
+    memo = {}
+    first = cache.weights_fingerprint(tmp_path, memo=memo)
+    assert cache.weights_fingerprint(tmp_path, tmp_path, memo=memo)["adapter"] == first["model"]
+    assert sorted(reads) == ["a.safetensors", "tokenizer.json"]  # each once; notes.md is no weight file
+    cache.weights_fingerprint(tmp_path)  # no memo: read again
+    assert len(reads) == 4
+
+
+def test_weights_change_messages_name_the_files():
+    from faithgrpo.eval.cache import describe_weights_change
+
+    h = lambda c: c * 64  # noqa: E731
+    old = {"model": {"source": "/m", "files": {"w.safetensors": h("a"), "gone.json": h("b")}}}
+    new = {
+        "model": {"source": "/m", "files": {"w.safetensors": h("c"), "new.json": h("d")}},
+        "adapter": {"source": "/ad", "files": {}},
+    }
+    text = describe_weights_change(old, new)
+    assert text == (
+        "model /m: gone.json is gone; model /m: new.json is new; model /m: w.safetensors has other content "
+        "(sha256 aaaaaaaaaaaa... then, cccccccccccc... now); adapter /ad added"
+    )
+    assert "older faithgrpo" in describe_weights_change("0123456789abcdef", new)
+
+
 def test_fingerprint_follows_the_adapter_files(tmp_path, tiny_llama_path):
     from faithgrpo.eval.generation import checkpoint_fingerprint
 

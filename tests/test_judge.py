@@ -186,6 +186,50 @@ def test_judge_cache_is_reused_and_checked(monkeypatch, tmp_path):
     assert empty.votes == [] and not (tmp_path / "none.jsonl").exists()
 
 
+def test_a_judge_with_new_weights_is_not_served_from_cache(tmp_path, tiny_llama_path):
+    # issue 32: the judge cache was keyed by role/model/adapter only, so after new judge weights at
+    # the same path the rerun read the old verdicts (cached: True). A real tiny judge on disk here.
+    import os
+    import shutil
+
+    from faithgrpo.eval.generation import weights_fingerprint
+    from faithgrpo.testing import save_tiny_causal_lm
+
+    judge_dir = tmp_path / "judge"
+    shutil.copytree(tiny_llama_path, judge_dir)
+    settings = SamplingSettings(num_samples=2, max_new_tokens=6, batch_size=4)
+    prompts = [
+        cot_judge_prompt("What is 2 + 3?", f"<think>2 + 3 = {n}</think><answer>{n}</answer>") for n in (5, 6)
+    ]
+    cache = tmp_path / "judge_cot.jsonl"
+
+    def judge(**kwargs):
+        return LLMJudge(str(judge_dir), settings=settings, progress=False, **kwargs).judge(
+            prompts, ["a", "b"], cache_path=cache, metadata={"judged": "cot"}
+        )
+
+    first = judge()
+    assert first.generation["cached"] is False and judge().generation["cached"] is True
+    old_weights = weights_fingerprint(judge_dir)
+    # New judge weights written over the old files, their modification times restored.
+    times = {p.name: p.stat() for p in judge_dir.iterdir()}
+    save_tiny_causal_lm(judge_dir, seed=1)
+    for path in judge_dir.iterdir():
+        os.utime(path, ns=(times[path.name].st_atime_ns, times[path.name].st_mtime_ns))
+    with pytest.raises(CacheError) as refused:
+        judge()
+    message = str(refused.value)
+    assert "other weights (model" in message and "model.safetensors has other content" in message
+    assert (
+        "tokenizer.json" not in message and "judge_cot.jsonl" in message
+    )  # names the changed file and the cache
+    # Judging again with the new weights is a fresh generation, recorded under the new fingerprint.
+    again = judge(overwrite=True)
+    assert again.generation["cached"] is False
+    recorded = json.loads(cache.read_text().splitlines()[0])["settings"]["weights"]
+    assert recorded == weights_fingerprint(judge_dir) != old_weights
+
+
 def test_unknown_aggregation_is_rejected(capsys):
     from faithgrpo.eval.cli import add_eval_subcommand
 

@@ -7,7 +7,10 @@ Two kinds of rows are graded (DESIGN §3.1):
   only the listed example.
 - **reasoning-gym rows** carry an ``entry`` column: the reasoning-gym entry (dict or JSON string with
   ``answer`` and ``metadata.source_dataset``). The task's own ``score_answer`` grades it; with
-  ``strict=True`` (default) partial credit below 1.0 maps to 0.0.
+  ``strict=True`` (default) partial credit below 1.0 maps to 0.0. A Knights & Knaves answer that
+  offers alternatives (:func:`faithgrpo.tasks.answers.offers_alternatives`) scores 0.0.
+
+An answer commits to one answer: hedges ("A or B", "yes or no", "either ...") are wrong.
 
 Rows with neither column get ``None`` (TRL ignores ``None`` for that completion).
 
@@ -26,6 +29,9 @@ from faithgrpo.rewards.diagnostics import log_reasons, log_value
 from faithgrpo.rewards.text import completion_text, extract_answer
 
 MAX_ANSWER_CHARS = 4_000
+# reasoning-gym tasks whose answers must commit to one answer (DESIGN §3.4): an answer that offers
+# alternatives ("..., or vice versa") scores 0.0, like a hedged causal answer
+_ONE_ANSWER_SOURCES = frozenset({"knights_knaves"})
 OUTCOME_REASONS = ("no_answer_tag", "answer_too_long", "wrong", "no_target", "bad_row")
 
 
@@ -143,6 +149,11 @@ def _grade_reasoning_gym(answer: str, entry: Any, *, strict: bool) -> tuple[floa
     if not isinstance(source, str):
         raise ValueError("entry['metadata']['source_dataset'] names the reasoning-gym task")
     score = float(_score_fn(source)(answer, entry))
+    if source in _ONE_ANSWER_SOURCES and score > 0.0:
+        from faithgrpo.tasks.answers import offers_alternatives
+
+        if offers_alternatives(answer):  # reasoning-gym reads a hedge as its first option
+            score = 0.0
     exact = answer.strip() == str(entry.get("answer", "")).strip()
     if strict and score < 1.0:
         score = 0.0

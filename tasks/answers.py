@@ -204,13 +204,81 @@ def _format_cycle(value: Any) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
-# parser and formatter of each answer type
+# one answer per answer slot (DESIGN §3.4): RESULT and <answer> commit to one answer
+_ALTERNATIVE_RE = re.compile(
+    r"\b(?:or|either|otherwise|alternatively|unless)\b|\bvice[\s-]+versa\b|/", re.IGNORECASE
+)
+# verdict words: yes; no / true / false unless a word follows ("no open path", "true that ...")
+_VERDICT_RE = re.compile(r"\b(?:(yes)|(no|true|false)(?!\s*[^\W\d_]))\b", re.IGNORECASE)
+_LEAD_VERDICT_RE = re.compile(r"\W*(yes|no|true|false)\b", re.IGNORECASE)
+_SET_TAIL_RE = re.compile(r"[\s.!]*")
+
+
+def offers_alternatives(text: Any) -> bool:
+    """Whether answer text offers more than one answer, so it commits to none.
+
+    It does when it contains an alternation marker (the words ``or``, ``either``, ``otherwise``,
+    ``alternatively``, ``unless``, ``vice versa``, or ``/``), or verdicts of both kinds: a yes-word
+    (``yes``, ``true``) and a no-word (``no``, ``false``), where the leading word always counts and
+    a later ``no``/``true``/``false`` counts unless a word follows it (``no open path`` is prose).
+    Text that is not a string, or longer than ``MAX_ANSWER_CHARS``, offers no answer at all: ``False``.
+
+    Example:
+        >>> offers_alternatives("yes (or no), ψ = 0.3"), offers_alternatives("{E, Y} / V")
+        (True, True)
+        >>> offers_alternatives("No. Yes."), offers_alternatives("Yes, there is no open path.")
+        (True, False)
+    """
+    if not isinstance(text, str) or len(text) > MAX_ANSWER_CHARS:
+        return False
+    if _ALTERNATIVE_RE.search(text):
+        return True
+    verdicts = {m.group(1) is not None or m.group(2).lower() == "true" for m in _VERDICT_RE.finditer(text)}
+    lead = _LEAD_VERDICT_RE.match(text)
+    if lead:
+        verdicts.add(lead.group(1).lower() in ("yes", "true"))
+    return len(verdicts) > 1
+
+
+def _one_answer(parse: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """``parse`` for an answer slot: ``None`` when the text offers alternatives."""
+
+    def parse_one(text: Any) -> Any:
+        return None if offers_alternatives(text) else parse(text)
+
+    parse_one.__name__ = parse_one.__qualname__ = f"one_{parse.__name__.lstrip('_')}"
+    parse_one.__doc__ = f"{parse.__name__} of text that offers one answer (see offers_alternatives)."
+    return parse_one
+
+
+def _parse_set_answer(text: Any) -> frozenset[str] | None:
+    """A node set that ends at its one ``{...}`` block (only ``.``/``!`` may follow: nothing after it
+    may add a second set)."""
+    value = parse_node_set(text)
+    if value is None or not isinstance(text, str) or offers_alternatives(text):
+        return None
+    block = _BLOCK_RE.search(text)
+    if block is not None and not _SET_TAIL_RE.fullmatch(text, block.end()):
+        return None
+    return value
+
+
+def _parse_ate_answer(text: Any) -> tuple[bool, float | None] | None:
+    """An ATE decision offering one answer: one decision and at most one ψ value."""
+    s = _clean(text)
+    if s is None or offers_alternatives(s) or len({float(v) for v in _PSI_RE.findall(s)}) > 1:
+        return None
+    return _parse_ate(s)
+
+
+# ---------------------------------------------------------------------------------------------
+# parser and formatter of each answer type (answer slots: one answer each)
 _PARSERS: dict[str, Callable[[Any], Any]] = {
-    "set": parse_node_set,
-    "yes_no": parse_yes_no,
-    "node": parse_node,
-    "cycle": parse_cycle,
-    "ate": _parse_ate,
+    "set": _parse_set_answer,
+    "yes_no": _one_answer(parse_yes_no),
+    "node": _one_answer(parse_node),
+    "cycle": _one_answer(parse_cycle),
+    "ate": _parse_ate_answer,
 }
 _FORMATTERS: dict[str, Callable[[Any], str]] = {
     "set": _format_set,

@@ -5,8 +5,6 @@ The claim grammar is documented in :mod:`faithgrpo.tasks.knights_knaves` ("Deriv
 
 from __future__ import annotations
 
-import functools
-import operator
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -35,16 +33,26 @@ _ASSIGN_CLAIM_RE = re.compile(
 )
 _ROLE_CLAIM_RE = re.compile(r"([^\W_]\w*)[ \t]+is[ \t]+(?:an?[ \t]+)?([^\W_]\w*)\b(.*)", re.IGNORECASE)
 _CLAIM_ITEM_RE = re.compile(r"[ \t]*([^\W_]\w*)[ \t]*[:=][ \t]*([^\W_]\w*)[ \t]*")
-_CITE = r"(?:[^\W_]\w*['’]s?[ \t]+(?:statement|claim)|(?:statement|claim)[ \t]+of[ \t]+[^\W_]\w*)"
+# A claim's citation (the tail after "is inconsistent" / "is a knight"): the statements it follows
+# from, optionally the earlier conclusions it uses ("given Ava is a knight"), or, for a role claim,
+# "by elimination" (the claims above already leave no other role).
+_NAME = r"[^\W_]\w*"
+_CITE = rf"(?:{_NAME}['’]s?[ \t]+(?:statement|claim)|(?:statement|claim)[ \t]+of[ \t]+{_NAME})"
+_PREMISE = rf"{_NAME}[ \t]*(?:=|:|[ \t]is[ \t]+(?:an?[ \t]+)?)[ \t]*{_NAME}"
 _CITE_TAIL_RE = re.compile(
-    r"[ \t]*(?:[,;:(\[–—-][ \t]*)?"
-    r"(?:(?:by|because[ \t]+of|from|via|per|violates|violating|contradicts|contradicting|breaks)[ \t]+)?"
-    rf"(?:the[ \t]+)?{_CITE}(?:[ \t]*(?:,|and|or|&)[ \t]*(?:the[ \t]+)?{_CITE})*[ \t]*[)\]]?[ \t]*",
+    r"[ \t]*(?:[,;:(\[–—-][ \t]*)?(?:"
+    r"(?P<statements>(?:(?:by|because[ \t]+of|from|via|per|violates|violating|contradicts|contradicting|breaks)[ \t]+)?"
+    rf"(?:the[ \t]+)?{_CITE}(?:[ \t]*(?:,|and|&)[ \t]*(?:the[ \t]+)?{_CITE})*)"
+    r"(?:[ \t]*[,;]?[ \t]*(?:given|since|as|because)(?:[ \t]+that)?[ \t]+"
+    rf"(?P<given>{_PREMISE}(?:[ \t]*(?:,|and)[ \t]*{_PREMISE})*))?"
+    r"|(?P<elimination>by[ \t]+elimination|(?:by|from)[ \t]+the[ \t]+(?:claims|cases|steps|rows)[ \t]+above)"
+    r")[ \t]*[)\]]?[ \t]*",
     re.IGNORECASE,
 )
 _CITE_NAME_RE = re.compile(
     r"([^\W_]\w*)['’]s?[ \t]+(?:statement|claim)|(?:statement|claim)[ \t]+of[ \t]+([^\W_]\w*)", re.IGNORECASE
 )
+_PREMISE_RE = re.compile(rf"({_NAME})[ \t]*(?:=|:|[ \t]is[ \t]+(?:an?[ \t]+)?)[ \t]*({_NAME})", re.IGNORECASE)
 _EMPTY_TAIL_RE = re.compile(r"[ \t]*")
 _ROLE_LIST_SPLIT_RE = re.compile(r"[,;]")
 # Sentence subjects that are not names: "so he is a knave" is prose, not a claim about a person "he".
@@ -65,12 +73,16 @@ class KKClaim:
         kind: ``"inconsistent"``, ``"consistent"`` or ``"role"``.
         roles: ``(person index, is_knight)`` pairs as written: the (partial) assignment, or for a
             role claim the one person and the claimed role.
-        cites: Indices of the people whose statements the claim names as its reason (may be empty).
+        cites: Indices of the people whose statements the claim names as its reason.
+        given: ``(person index, is_knight)`` earlier conclusions the claim names as premises.
+        elimination: A role claim cited ``by elimination`` (no statement, no premise).
     """
 
     kind: str
     roles: tuple[tuple[int, bool], ...]
     cites: tuple[int, ...] = ()
+    given: tuple[tuple[int, bool], ...] = ()
+    elimination: bool = False
 
     @property
     def key(self) -> tuple:
@@ -78,21 +90,41 @@ class KKClaim:
         return (self.kind, tuple(sorted(self.roles)))
 
 
-def _cites(tail: str, puzzle: KKPuzzle) -> tuple[tuple[int, ...] | None, str | None]:
-    # (None, None): the tail is not a citation (the line is prose); (cites, None); (None, error).
+# a parsed citation: (cited statements, premises, by elimination)
+_Citation = tuple[tuple[int, ...], tuple[tuple[int, bool], ...], bool]
+_NO_CITATION: _Citation = ((), (), False)
+
+
+def _cites(tail: str, puzzle: KKPuzzle) -> tuple[_Citation | None, str | None]:
+    # (None, None): the tail is not a citation (the line is prose); (citation, None); (None, error).
     if _EMPTY_TAIL_RE.fullmatch(tail):
-        return (), None
-    if not _CITE_TAIL_RE.fullmatch(tail):
+        return _NO_CITATION, None
+    match = _CITE_TAIL_RE.fullmatch(tail)
+    if not match:
         return None, None
+    if match.group("elimination"):
+        return ((), (), True), None
     cites: list[int] = []
-    for match in _CITE_NAME_RE.finditer(tail):
-        name = match.group(1) or match.group(2)
+    for cite in _CITE_NAME_RE.finditer(match.group("statements")):
+        name = cite.group(1) or cite.group(2)
         index = puzzle.person(name)
         if index is None:
             return None, f"cites the statement of {name[:30]!r}, who is not in this puzzle"
         if index not in cites:
             cites.append(index)
-    return tuple(cites), None
+    given: dict[int, bool] = {}
+    for premise in _PREMISE_RE.finditer(match.group("given") or ""):
+        index, role = puzzle.person(premise.group(1)), puzzle.role(premise.group(2))
+        if index is None:
+            return None, f"takes {premise.group(1)[:30]!r} as given, who is not in this puzzle"
+        if role is None:
+            return None, (
+                f"{premise.group(2)[:30]!r} in a premise is not a role; use knight/knave or "
+                f"{puzzle.knight}/{puzzle.knave}"
+            )
+        if given.setdefault(index, role) != role:
+            return None, f"takes {puzzle.names[index]} as given in both roles"
+    return (tuple(cites), tuple(given.items()), False), None
 
 
 def _parse_claim(line: str, puzzle: KKPuzzle) -> tuple[KKClaim | None, str | None]:
@@ -176,13 +208,8 @@ def _parse_claim_body(body: str, puzzle: KKPuzzle) -> tuple[KKClaim | None, str 
         if known is not None:
             kind = "inconsistent" if match.group(2) else "consistent"
             tail = match.group(3)
-            cites, why = _memoised(puzzle, ("cites", tail), tail, _cites, tail, puzzle)
-            if why:
-                return None, why
-            if cites is None or (kind == "consistent" and cites):
-                allowed = "nothing or '<Name>'s statement'" if kind == "inconsistent" else "nothing"
-                return None, f"{body[:60]!r}: after 'is {kind}' write {allowed}"
-            return KKClaim(kind, known, cites), None
+            citation, why = _memoised(puzzle, ("cites", tail), tail, _cites, tail, puzzle)
+            return _assignment_claim(body, kind, known, citation, why, puzzle)
         items = [item for item in _ROLE_LIST_SPLIT_RE.split(match.group(1)) if item.strip()]
         if not items:
             return None, f"{body[:60]!r} assigns no one"
@@ -205,20 +232,15 @@ def _parse_claim_body(body: str, puzzle: KKPuzzle) -> tuple[KKClaim | None, str 
                 return None, f"{body[:60]!r} gives {puzzle.names[index]} two roles"
             roles[index] = role
         kind = "inconsistent" if match.group(2) else "consistent"
-        cites, why = _cites(match.group(3), puzzle)
-        if why:
-            return None, why
-        if cites is None or (kind == "consistent" and cites):
-            allowed = "nothing or '<Name>'s statement'" if kind == "inconsistent" else "nothing"
-            return None, f"{body[:60]!r}: after 'is {kind}' write {allowed}"
-        return KKClaim(kind, tuple(roles.items()), cites), None
+        citation, why = _cites(match.group(3), puzzle)
+        return _assignment_claim(body, kind, tuple(roles.items()), citation, why, puzzle)
     match = _ROLE_CLAIM_RE.fullmatch(body)
     if not match or match.group(2).casefold() not in _ROLE_SET:
         return None, None  # prose
     name, word = match.group(1), match.group(2)
     tail = match.group(3)
-    cites, why = _memoised(puzzle, ("cites", tail), tail, _cites, tail, puzzle)
-    if cites is None and why is None:
+    citation, why = _memoised(puzzle, ("cites", tail), tail, _cites, tail, puzzle)
+    if citation is None and why is None:
         return None, None  # "Ava is a knight if ..." is prose
     if name.casefold() in _PROSE_SUBJECTS:
         return None, None
@@ -233,7 +255,42 @@ def _parse_claim_body(body: str, puzzle: KKPuzzle) -> tuple[KKClaim | None, str 
         )
     if why:
         return None, why
-    return KKClaim("role", ((index, role),), cites), None
+    if citation == _NO_CITATION:
+        return None, None  # a bare verdict ("so Ava is a knight") is prose: it certifies nothing
+    cites, given, elimination = citation
+    if index in dict(given):
+        return None, f"{body[:60]!r} takes {puzzle.names[index]}'s own role as given"
+    return KKClaim("role", ((index, role),), cites, given, elimination), None
+
+
+def _assignment_claim(
+    body: str,
+    kind: str,
+    roles: tuple[tuple[int, bool], ...],
+    citation: _Citation | None,
+    why: str | None,
+    puzzle: KKPuzzle,
+) -> tuple[KKClaim | None, str | None]:
+    """The claim of an ``assignment {...} is (in)consistent`` line from its parsed roles and citation."""
+    if why:
+        return None, why
+    if kind == "consistent":
+        if citation != _NO_CITATION:
+            return None, f"{body[:60]!r}: after 'is consistent' write nothing"
+        return KKClaim(kind, roles), None
+    if citation is None or citation[2]:
+        return None, f"{body[:60]!r}: after 'is inconsistent' write the statement it contradicts"
+    cites, given, _ = citation
+    if not cites:
+        return None, (
+            f"{body[:60]!r} cites no statement; name the one it contradicts: '... is inconsistent: "
+            "<Name>'s statement'"
+        )
+    assigned = dict(roles)
+    for person, _ in given:
+        if person in assigned:
+            return None, f"{body[:60]!r} takes {puzzle.names[person]} as given and assigns them too"
+    return KKClaim(kind, roles, cites, given), None
 
 
 def parse_kk_claim(line: str, metadata: Any) -> tuple[KKClaim | None, str | None]:
@@ -250,10 +307,15 @@ def parse_kk_claim(line: str, metadata: Any) -> tuple[KKClaim | None, str | None
 
     Example:
         >>> meta = {"names": ["Ava", "Noah"], "statements": [["lying", 1], ["lying", 0]], "solution": [True, False]}
-        >>> parse_kk_claim("- assignment {Ava: knave, Noah: knave} is inconsistent: Ava's statement", meta)
-        (KKClaim(kind='inconsistent', roles=((0, False), (1, False)), cites=(0,)), None)
-        >>> parse_kk_claim("so Noah is a knave", meta)
-        (KKClaim(kind='role', roles=((1, False),), cites=()), None)
+        >>> parse_kk_claim("- assignment {Ava: knave, Noah: knave} is inconsistent: Ava's statement", meta)[0].cites
+        (0,)
+        >>> claim, _ = parse_kk_claim("so Noah is a knave: Ava's statement, given Ava is a knight", meta)
+        >>> claim.roles, claim.cites, claim.given
+        (((1, False),), (0,), ((0, True),))
+        >>> parse_kk_claim("so Noah is a knave", meta)  # a bare verdict is prose
+        (None, None)
+        >>> parse_kk_claim("assignment {Ava: knight} is inconsistent", meta)[1]
+        "'assignment {Ava: knight} is inconsistent' cites no statement; name the one it contradicts: '... is inconsistent: <Name>'s statement'"
         >>> parse_kk_claim("Suppose Ava is a knight.", meta)
         (None, None)
         >>> parse_kk_claim("Zed is a knight", meta)
@@ -305,14 +367,13 @@ def _quoted(line: str) -> str:
 def _certify(body: str, puzzle: KKPuzzle) -> tuple[int | None, str | None]:
     """Check every claim of a DERIVATION and return ``(remaining, None)`` or ``(None, reason)``.
 
-    ``remaining`` is the bitmask of full assignments no claim rules out. Claims are read in order
-    against the assignments still open ("open" = not ruled out by an earlier claim):
-
-    * ``inconsistent``: one statement (a cited one, when the claim cites) contradicts its speaker's
-      role in every open completion of the partial assignment; rules those completions out.
-    * ``consistent``: a full assignment under which every statement matches its speaker's role.
-    * ``role``: no open assignment gives the person the other role, or one statement (a cited one,
-      when cited) contradicts its speaker in every open assignment that does; rules those out.
+    ``remaining`` is the bitmask of full assignments no claim rules out ("open"). Claims are read in
+    order. A claim's *cases* are the assignments it speaks of: for ``inconsistent`` every completion
+    of its roles, for a role claim every assignment giving the person the other role, in both
+    narrowed to its premises (``given ...``), each of which every open assignment must already
+    satisfy. Every cited statement must contradict its speaker's role in every case; the cases are
+    then ruled out. ``consistent`` needs every statement to match its speaker's role and rules
+    nothing out; a role claim ``by elimination`` needs no open assignment to give the other role.
 
     A true claim never rules out a consistent assignment, so when every claim holds, ``remaining``
     still contains every solution of the puzzle.
@@ -358,38 +419,44 @@ def _certify(body: str, puzzle: KKPuzzle) -> tuple[int | None, str | None]:
                     f"false claim {_quoted(line)}: {', '.join(bad)}'s statement contradicts the speaker's role",
                 )
             continue
-        candidates = claim.cites or range(n)
-        if kind == "inconsistent":
-            cases = open_ & region
-            if _refuter(cases, candidates, violations) is None:
-                consistent = cases & ~functools.reduce(operator.or_, violations, 0)
-                if consistent:
-                    first = _assignment_of((consistent & -consistent).bit_length() - 1, n)
-                    why = f"{_describe(first, puzzle)} extends it and is consistent"
-                elif claim.cites:
-                    cited = " or ".join(puzzle.names[i] for i in claim.cites)
-                    why = f"{cited}'s statement is not contradicted in every open completion"
-                else:
-                    why = (
-                        "no single statement is contradicted in every open completion; split the case further"
-                    )
-                return None, f"false claim {_quoted(line)}: {why}"
-            open_ &= ~region
+        if claim.elimination:  # a role claim that the claims above already settle
+            other = open_ & ~region
+            if other:
+                ((person, role),) = claim.roles
+                example = _assignment_of((other & -other).bit_length() - 1, n)
+                return None, (
+                    f"unsupported claim {_quoted(line)}: {_describe(example, puzzle)} is still open and makes "
+                    f"{puzzle.names[person]} {_article(puzzle.role_word(not role, True))}"
+                )
             continue
-        other = open_ & ~region
-        if other and _refuter(other, candidates, violations) is None:
-            ((person, role),) = claim.roles
-            reason = f"an open assignment makes {puzzle.names[person]} {_article(puzzle.role_word(not role, True))}"
-            if claim.cites:
-                cited = " or ".join(puzzle.names[i] for i in claim.cites)
-                reason += f" without contradicting {cited}'s statement"
-            else:
-                reason += " and no single statement rules all such assignments out"
-            return None, f"unsupported claim {_quoted(line)}: {reason}"
-        open_ &= region
+        cases = region if kind == "inconsistent" else full & ~region
+        for person, role in claim.given:
+            # a premise must be an earlier conclusion: every open assignment already has it
+            premise = _region(((person, role),), n)
+            if open_ & ~premise:
+                return None, (
+                    f"unsupported claim {_quoted(line)}: it takes {puzzle.names[person]} "
+                    f"as {_article(puzzle.role_word(role, True))}, which the claims above do not establish"
+                )
+            cases &= premise
+        for i in claim.cites:
+            spared = cases & ~violations[i]
+            if spared:
+                witness = _assignment_of((spared & -spared).bit_length() - 1, n)
+                verdict = (
+                    "is consistent"
+                    if not any((v >> _index_of(witness)) & 1 for v in violations)
+                    else (f"does not contradict {puzzle.names[i]}'s statement")
+                )
+                return None, (
+                    f"false claim {_quoted(line)}: {_describe(witness, puzzle)} {verdict}; the cited "
+                    "statement must contradict its speaker in every case the claim rules out"
+                )
+        open_ &= ~cases
     if n_claims == 0:
         return None, (
             "no claims (prose alone certifies nothing); write lines like "
-            "'assignment {Name: knight, ...} is inconsistent' or 'Name is a knight'"
+            "'assignment {Name: knight, ...} is inconsistent: Name's statement' or "
+            "'Name is a knight: Name's statement'"
         )
     return open_, None

@@ -57,16 +57,13 @@ _CONCLUDE = (
     "- Only {assign} survives, so that is the solution.",
     "- Every other case fails, hence {assign}.",
 )
-# Claim spellings the gold traces vary over (all inside the grammar of the module docstring).
-_CITE_FORMS = (
-    ": {name}'s statement",
-    ", by {name}'s statement",
-    " ({name}'s statement)",
-    " (contradicts {name}'s statement)",
-    ": violates {name}'s claim",
-    ", by the statement of {name}",
-    "",
-)
+# Claim spellings the gold traces vary over (all inside the grammar of the module docstring): how
+# the cited statements are named and introduced, how premises are introduced, "by elimination".
+_STATEMENT_NOUNS = ("{name}'s statement", "{name}'s claim", "the statement of {name}")
+_CITE_FORMS = (": {s}", ", by {s}", " ({s})", " (contradicts {s})", ": violates {s}", " because of {s}")
+_ROLE_CITE_FORMS = (": {s}", ", by {s}", " ({s})", " because of {s}", ", from {s}")
+_GIVEN_WORDS = ("given", "since", "as")
+_ELIMINATION_FORMS = (" by elimination", ", by elimination", " (by elimination)", ", from the claims above")
 _LEADS = ("so ", "hence ", "thus ", "therefore ", "")
 
 
@@ -96,27 +93,53 @@ class _ClaimWriter:
         self.puzzle, self.rng, self.words = puzzle, rng, words
         self.sep = rng.choice((": ", "="))
         self.cites = rng.sample(_CITE_FORMS, 3)
+        self.role_cites = rng.sample(_ROLE_CITE_FORMS, 2)
+        self.noun = rng.choice(_STATEMENT_NOUNS)
+        self.given_word = rng.choice(_GIVEN_WORDS)
+        self.premise_style = rng.choice(("is", "="))
 
     def lead(self) -> str:
         return self.rng.choice(_LEADS)
 
-    def assignment(self, pairs: Sequence[tuple[int, bool]], refuter: int | None) -> str:
-        """``assignment {...} is consistent`` (refuter None) or ``... is inconsistent`` naming the refuter."""
-        roles = ", ".join(
+    def _roles(self, pairs: Sequence[tuple[int, bool]]) -> str:
+        return ", ".join(
             f"{self.puzzle.names[i]}{self.sep}{self.words['knight' if r else 'knave']}" for i, r in pairs
         )
-        if refuter is None:
-            return f"assignment {{{roles}}} is consistent"
-        return f"assignment {{{roles}}} is inconsistent" + self.cite(refuter)
 
-    def cite(self, refuter: int | None) -> str:
-        if refuter is None:
-            return ""
-        return self.rng.choice(self.cites).format(name=self.puzzle.names[refuter])
+    def assignment(
+        self,
+        pairs: Sequence[tuple[int, bool]],
+        refuters: Sequence[int] = (),
+        given: Sequence[tuple[int, bool]] = (),
+    ) -> str:
+        """``assignment {...} is consistent`` (no refuters) or ``... is inconsistent`` citing them."""
+        if not refuters:
+            return f"assignment {{{self._roles(pairs)}}} is consistent"
+        return f"assignment {{{self._roles(pairs)}}} is inconsistent" + self.cite(refuters, given)
 
-    def role(self, person: int, knight: bool, refuter: int | None = None) -> str:
+    def cite(
+        self, refuters: Sequence[int], given: Sequence[tuple[int, bool]] = (), forms: Sequence[str] = ()
+    ) -> str:
+        """The citation: the statements (each contradicted in every case) and the premises used."""
+        names = self.puzzle.names
+        text = " and ".join(self.noun.format(name=names[i]) for i in refuters)
+        if given:
+            if self.premise_style == "is":
+                premises = [f"{names[i]} is {self.words['a_knight' if r else 'a_knave']}" for i, r in given]
+            else:
+                premises = [f"{names[i]}={self.words['knight' if r else 'knave']}" for i, r in given]
+            text += f", {self.given_word} " + " and ".join(premises)
+        return self.rng.choice(forms or self.cites).format(s=text)
+
+    def role(
+        self, person: int, knight: bool, refuters: Sequence[int] = (), given: Sequence[tuple[int, bool]] = ()
+    ) -> str:
+        """``Name is a role`` citing its statements and premises, or ``by elimination`` without refuters."""
         word = self.words["a_knight" if knight else "a_knave"]
-        return f"{self.puzzle.names[person]} is {word}" + self.cite(refuter)
+        basis = (
+            self.cite(refuters, given, self.role_cites) if refuters else self.rng.choice(_ELIMINATION_FORMS)
+        )
+        return f"{self.puzzle.names[person]} is {word}{basis}"
 
 
 def _table_derivation(
@@ -136,7 +159,7 @@ def _table_derivation(
             lines.append(f"- Suppose {puzzle.names[0]}={words['knight' if assignment[0] else 'knave']}:")
         values = [_evaluate(s, assignment) for s in puzzle.statements]
         bad = [i for i in range(n) if values[i] != assignment[i]]
-        claim = write.assignment(list(enumerate(assignment)), bad[0] if bad else None)
+        claim = write.assignment(list(enumerate(assignment)), bad if rng.random() < 0.2 else bad[:1])
         indent = "  " if case_split else ""
         if not prose:
             lines.append(f"{indent}{prefix.format(k=k)}{claim}")
@@ -190,7 +213,7 @@ def _search_derivation(
                     break
             pairs = [(j, partial[j]) for j in range(k + 1)]
             if bad is not None or k == n - 1:
-                claim = write.assignment(pairs, bad)
+                claim = write.assignment(pairs, () if bad is None else (bad,))
                 if not prose:
                     lines.append(f"{indent}- {claim}")
                     continue
@@ -210,19 +233,37 @@ def _search_derivation(
     return lines
 
 
+def _premises(
+    fixed: dict[int, bool], opposite: int, refuter: int, violations: Sequence[int], n: int
+) -> list[tuple[int, bool]]:
+    """A minimal list of earlier conclusions under which ``refuter``'s statement contradicts its speaker
+    in every assignment of ``opposite`` (greedy: drop each conclusion the contradiction does not need)."""
+    full = (1 << (1 << n)) - 1
+    knights = _knight_masks(n)
+    kept = list(fixed.items())
+    for premise in list(kept):
+        trial = [p for p in kept if p != premise]
+        cases = opposite
+        for person, role in trial:
+            cases &= knights[person] if role else full & ~knights[person]
+        if cases & ~violations[refuter] == 0:
+            kept = trial
+    return kept
+
+
 def _propagation_derivation(
     puzzle: KKPuzzle, rng: random.Random, words: dict[str, str], write: _ClaimWriter
 ) -> list[str] | None:
     """Fix one person's role per step: a role whose opposite is contradicted, in every assignment still
-    open, by one statement (named), or that every open assignment already gives. ``None`` when the
-    puzzle needs a case split (no single statement rules out either role of anyone left).
-    Complexity: O(n^3 · 2^n / wordsize).
+    open, by one statement (cited, with the earlier conclusions it needs as premises), or that every
+    open assignment already gives (``by elimination``). ``None`` when the puzzle needs a case split
+    (no single statement rules out either role of anyone left). Complexity: O(n^3 · 2^n / wordsize).
     """
     n = puzzle.n_people
     full = (1 << (1 << n)) - 1
     knights = _knight_masks(n)
     violations = _violations(puzzle)
-    open_, fixed, lines = full, set(), []
+    open_, fixed, lines = full, {}, []
     while len(fixed) < n:
         step = None
         for person in (p for p in range(n) if p not in fixed):
@@ -239,18 +280,24 @@ def _propagation_derivation(
         person, role, refuter = step
         if refuter is None:
             lines.append(f"- so {write.role(person, role)}")
-        elif rng.random() < 0.5:
-            opposite = words["a_knave" if role else "a_knight"]
-            lines.append(
-                f"- If {puzzle.names[person]} were {opposite}, {puzzle.names[refuter]}'s claim would "
-                f"contradict {puzzle.names[refuter]}'s role in every case still open."
-            )
-            lines.append(f"- {write.assignment([(person, not role)], refuter)}")
-            lines.append(f"- {write.lead()}{write.role(person, role)}")
         else:
-            lines.append(f"- {write.role(person, role, refuter)}")
+            opposite = full & ~knights[person] if role else knights[person]
+            given = _premises(fixed, opposite, refuter, violations, n)
+            if rng.random() < 0.5:
+                a_opposite = words["a_knave" if role else "a_knight"]
+                lines.append(
+                    f"- If {puzzle.names[person]} were {a_opposite}, {puzzle.names[refuter]}'s claim would "
+                    f"contradict {puzzle.names[refuter]}'s role"
+                    + (" whatever the others are." if not given else " given what we have so far.")
+                )
+                lines.append(f"- {write.assignment([(person, not role)], (refuter,), given)}")
+                lines.append(f"- {write.lead()}{write.role(person, role)}")
+            else:
+                lines.append(f"- {write.role(person, role, (refuter,), given)}")
         open_ &= knights[person] if role else full & ~knights[person]
-        fixed.add(person)
+        fixed[person] = role
+    if rng.random() < 0.5:  # check that the one assignment left works
+        lines.append(f"- {write.assignment(sorted(fixed.items()))}")
     return lines
 
 
@@ -259,12 +306,15 @@ def gold_kk_trace(metadata: Any, rng: random.Random | int | None = None) -> str:
 
     The restatements are equivalent rewrites of the metadata statements (operator spelling, role
     words and atom forms vary). The derivation is a certificate in the claim grammar of the module
-    docstring, computed symbolically, in one of three styles: for up to 3 people the full truth
-    table (one claim per assignment); a backtracking case analysis (assign people in order, check
+    docstring, computed symbolically, every claim citing what it follows from, in one of three
+    styles: for up to 3 people the full truth table (one claim per assignment, citing a contradicted
+    statement, sometimes every one); a backtracking case analysis (assign people in order, check
     each statement as soon as everyone it mentions has a role, claim a branch inconsistent at the
-    first contradiction, naming it); or, when one statement at a time settles each person's role,
-    a chain of role claims. For more than 3 people never the table, so traces stay short. Prose lines
-    (truth values, "Suppose ..." branch headers, a concluding sentence) come between the claims.
+    first contradiction, citing it); or, when one statement at a time settles each person's role,
+    a chain of role claims, each citing its statement and a minimal set of earlier conclusions as
+    premises (``given ...``). For more than 3 people never the table, so traces stay short. Prose
+    lines (truth values, "Suppose ..." branch headers, a concluding sentence) and ``by elimination``
+    role claims come between the claims.
 
     Args:
         metadata: Puzzle metadata; the puzzle must have exactly one consistent assignment.
@@ -352,7 +402,7 @@ def gold_kk_trace(metadata: Any, rng: random.Random | int | None = None) -> str:
 
 _EXAMPLE_METADATA = {
     "names": ["Ava", "Noah"],
-    "statements": [("not", ("lying", 1)), ("->", ("telling-truth", 0), ("telling-truth", 1))],
+    "statements": [("not", ("lying", 1)), ("<=>", ("telling-truth", 0), ("telling-truth", 1))],
     "solution": [True, True],
     "knight_knave_terms": {
         "knight": "knight",
@@ -366,13 +416,15 @@ _EXAMPLE_METADATA = {
 def kk_prompt_instructions() -> str:
     """The instructions that teach a model the Knights & Knaves trace format, with a worked example.
 
-    They teach the derivation's claim grammar (module docstring). The example is rendered by
-    :func:`gold_kk_trace` from a fixed puzzle and seed, so it always passes the checker.
+    They teach the derivation's claim grammar with its citations (module docstring) and the one-answer
+    rule. The example is rendered by :func:`gold_kk_trace` from a fixed puzzle and seed, so it always
+    passes the checker; it shows every claim form (a cited inconsistency, ``by elimination``, a role
+    claim citing a statement and a premise, ``is consistent``).
 
     Returns:
         Text to append to the puzzle prompt.
     """
-    example = gold_kk_trace(_EXAMPLE_METADATA, random.Random(5))
+    example = gold_kk_trace(_EXAMPLE_METADATA, random.Random(97))
     return (
         "Reason inside <think> ... </think> using exactly these four slots, then give the final answer "
         "inside <answer> ... </answer>.\n"
@@ -380,21 +432,26 @@ def kk_prompt_instructions() -> str:
         "knight(Name) and knave(Name) (or the puzzle's own words, e.g. hero(Name) and villain(Name)), "
         "not, and, or, -> (if ... then), <-> (if and only if) and parentheses.\n"
         "STRATEGY: the method, e.g. 'truth table over all assignments' or 'case analysis'.\n"
-        "DERIVATION: one step per line. Lines in these three forms are claims, and each is checked; "
-        "other lines are free comments:\n"
+        "DERIVATION: one step per line. Lines in these forms are claims, and each is checked; other "
+        "lines are free comments. Every claim except 'is consistent' cites the statements it follows "
+        "from, and each cited statement must do the work on its own:\n"
         "  assignment {Ava: knight, Noah: knave} is inconsistent: Noah's statement\n"
-        "    - one person's statement contradicts that person's role in every case with these roles "
-        "(you may list only some people, e.g. 'assignment {Ava: knave} is inconsistent'; naming the "
-        "statement is optional)\n"
+        "    - Noah's statement contradicts Noah's role in every case with these roles (you may list "
+        "only some people, e.g. 'assignment {Ava: knave} is inconsistent: Noah's statement')\n"
+        "  Noah is a knight: Ava's statement, given Ava is a knight\n"
+        "    - in every case where Noah is a knave and Ava a knight, Ava's statement contradicts Ava's "
+        "role; 'given ...' names the earlier conclusions it needs (they must already be shown)\n"
+        "  so Ava is a knight, by elimination\n"
+        "    - the claims above already rule out every case where Ava is a knave\n"
         "  assignment {Ava: knight, Noah: knight} is consistent\n"
         "    - every person listed, and every statement matches its speaker's role\n"
-        "  so Ava is a knight\n"
-        "    - follows from the earlier claims, or one statement rules out the other role "
-        "(name it: 'Ava is a knight (by Noah's statement)')\n"
-        "Together the claims must rule out every assignment except your answer. Write each claim "
-        "once, and only about the people in the puzzle.\n"
+        "An inconsistency without a cited statement fails the derivation; 'so Ava is a knight' without "
+        "a citation is only a comment. Together the claims must rule out every assignment except your "
+        "answer. Write each claim once, and only about the people in the puzzle.\n"
         "ASSIGNMENT: every person's role, e.g. 'Ava=knight, Noah=knave'.\n"
-        "Answer in the format the puzzle asks for, with the puzzle's own words for the roles.\n\n"
-        'Example (a puzzle where Ava says "Noah is a knight" and Noah says "if Ava is a knight then '
-        'Noah is a knight"):\n' + example
+        "Answer in the format the puzzle asks for, with the puzzle's own words for the roles. Give one "
+        "answer: an ASSIGNMENT or answer that offers alternatives ('or', 'either', 'vice versa', '/') "
+        "is wrong.\n\n"
+        'Example (a puzzle where Ava says "Noah is a knight" and Noah says "Ava is a knight if and '
+        'only if Noah is a knight"):\n' + example
     )

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from faithgrpo.tasks.answers import offers_alternatives
 from faithgrpo.tasks.kk_logic import (
     MAX_PEOPLE,
     Assignment,
@@ -318,7 +319,9 @@ def kk_score_answer(answer: str | None, metadata: Any, assignment: Sequence[bool
         assignment: The reference assignment; defaults to the puzzle's solution.
 
     Returns:
-        reasoning-gym's score in [0, 1] (1.0 = every role right; it gives partial credit below that).
+        reasoning-gym's score in [0, 1] (1.0 = every role right; it gives partial credit below that);
+        0.0 for an answer that offers alternatives (:func:`faithgrpo.tasks.answers.offers_alternatives`:
+        "or", "either", "vice versa", "/", ...), which reasoning-gym would read as its first option.
     """
     if not isinstance(answer, str) or not answer or len(answer) > MAX_ANSWER_CHARS:
         return 0.0
@@ -336,6 +339,8 @@ def _score(answer: str | None, puzzle: KKPuzzle, roles: Assignment | None) -> fl
 
 
 def _score_answer(answer: str, puzzle: KKPuzzle, roles: Assignment | None) -> float:
+    if offers_alternatives(answer):  # "..., or vice versa": one answer per slot (DESIGN §3.4)
+        return 0.0
     entry = {"answer": kk_oracle_answer(puzzle, roles)}
     try:
         return float(_rg_score_answer()(answer, entry))

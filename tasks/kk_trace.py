@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from faithgrpo.rewards.text import completion_text, extract_answer, extract_think
+from faithgrpo.tasks.answers import offers_alternatives
 from faithgrpo.tasks.kk_formulas import _parse_tokens, formula_shape, parse_kk_formula
 from faithgrpo.tasks.kk_logic import Assignment, _table
 from faithgrpo.tasks.kk_puzzle import KKPuzzle, _memoised, _puzzle, _remember
@@ -193,7 +194,7 @@ def parse_kk_assignment(text: str, metadata: Any) -> tuple[Assignment | None, st
 
     Items are ``Name=role``, ``Name: role`` or ``Name is a role``, separated by commas, semicolons,
     ``and`` or newlines; roles are ``knight``/``knave`` or the puzzle's terms. Every person must
-    appear exactly once.
+    appear exactly once, and the slot must offer one assignment (no ``or``, ``/``, ...).
 
     Args:
         text: The slot text.
@@ -205,6 +206,8 @@ def parse_kk_assignment(text: str, metadata: Any) -> tuple[Assignment | None, st
     puzzle = _puzzle(metadata)
     if not isinstance(text, str) or len(text) > MAX_SLOT_CHARS:
         return None, "assignment is not text of bounded length"
+    if offers_alternatives(text):
+        return None, "the assignment offers alternatives ('or', '/', ...); commit to one"
     items = [item.strip() for item in _ASSIGNMENT_SPLIT_RE.split(text) if item.strip()]
     if len(items) > 4 * puzzle.n_people + 8:
         return None, f"{len(items)} items for {puzzle.n_people} people"

@@ -23,11 +23,11 @@ a JSON / ``datasets`` round trip)::
     STRATEGY: truth table over all 4 assignments
     DERIVATION:
     - assignment {Amelia: knight, Elizabeth: knight} is consistent
-    - assignment {Amelia: knight, Elizabeth: knave} is inconsistent: Amelia's statement
+    - assignment {Amelia: knave, Elizabeth: knave} is inconsistent: Elizabeth's statement
     - Amelia=knave, Elizabeth=knight: Amelia's claim is true, but a knave lies
     - assignment {Amelia: knave, Elizabeth: knight} is inconsistent: Amelia's statement
-    - assignment {Amelia: knave, Elizabeth: knave} is inconsistent: Elizabeth's statement
-    - so Amelia is a knight
+    - so Amelia is a knight, by elimination
+    - Elizabeth is a knight: Amelia's statement, given Amelia is a knight
     ASSIGNMENT: Amelia=knight, Elizabeth=knight
     </think>
     <answer>Amelia is a hero, and Elizabeth is a hero.</answer>
@@ -40,36 +40,52 @@ Names and role words are case-insensitive. ``ASSIGNMENT`` items read ``Name=role
 ``Name is a role``), separated by commas, semicolons, ``and`` or newlines. The ``<answer>`` uses the
 puzzle's own terms in reasoning-gym's format and is graded with reasoning-gym's ``score_answer``.
 
+**One answer.** ASSIGNMENT and ``<answer>`` each commit to one assignment: text that offers
+alternatives (:func:`faithgrpo.tasks.answers.offers_alternatives`: the words ``or``, ``either``,
+``otherwise``, ``alternatively``, ``unless``, ``vice versa``, or ``/``) is no assignment, and such
+an ``<answer>`` is wrong (also for the outcome reward), whatever its first option says.
+
 **Derivation claims** (DESIGN §3.4: the derivation is a checked certificate, not prose). A
 DERIVATION line is either a *claim* in this grammar or prose, which is ignored. One claim per line;
 it may start with a bullet or number, a ``Row 3:``/``Case 3:``/``Step 3:`` label and one of ``so``,
 ``thus``, ``hence``, ``therefore``, ``then``, and may end with a period; names and role words
-(``knight``/``knave`` or the puzzle's) are case-insensitive. Claims are checked in order, by truth
-table against the puzzle's statements, over the assignments still *open* (not ruled out by an
-earlier claim). Three kinds, one example each::
+(``knight``/``knave`` or the puzzle's) are case-insensitive; ``=`` may replace ``:`` inside braces.
+Every claim but ``is consistent`` *cites* what it follows from, and the checker verifies the
+citation by truth table against the puzzle's statements. Claims are read in order; an assignment
+is *open* until a claim rules it out. The forms::
 
     assignment {Ava: knight, Noah: knave} is inconsistent: Noah's statement
+    assignment {Noah: knight} is inconsistent: Ava's statement, given Ava is a knight
     assignment {Ava: knight, Noah: knight} is consistent
-    so Ava is a knight
+    Noah is a knave: Ava's statement, given Ava is a knight
+    so Ava is a knight, by elimination
 
-* ``assignment {...} is inconsistent`` — the roles may be partial (``assignment {Ava: knave} is
-  inconsistent`` speaks of every assignment that extends them). True when *one* statement
-  contradicts its speaker's role in every open assignment extending the roles; rules those out. An
-  optional citation names that statement: ``: Noah's statement``, ``(by Noah's statement)``,
-  ``, contradicts the statement of Noah``; several (``: Ava's statement and Noah's statement``)
-  name candidates, one of which must do. ``=`` may replace ``:`` inside the braces.
-* ``assignment {...} is consistent`` — every person listed; true when every statement matches its
-  speaker's role. Rules nothing out (it shows the answer works).
-* ``Name is a knight`` / ``Name is a knave`` — true when every open assignment gives Name that
-  role, or one statement (the cited one, as above, when cited) contradicts its speaker in every open
-  assignment giving Name the other role; rules those out.
+* **Citation**: the statements the claim follows from — ``Noah's statement``, ``Noah's claim`` or
+  ``the statement of Noah``, several joined by ``and``, ``&`` or commas — after ``:``, ``,``, ``(``,
+  ``-`` and optionally ``by``, ``from``, ``because of``, ``per``, ``via``, ``contradicts``,
+  ``violates``; then optionally the *premises*, the earlier conclusions it uses: ``given`` (also
+  ``since``, ``as``, ``because``) and ``Name is a role`` or ``Name=role`` items joined by ``and`` or
+  commas. A premise must already be concluded: every open assignment gives that person that role.
+* ``assignment {...} is inconsistent <citation>`` — the roles may be partial. Its *cases* are the
+  assignments that extend the roles and satisfy the premises. True when *every* cited statement
+  contradicts its speaker's role in every case; rules the cases out. A line of this form that cites
+  no statement fails the derivation (a bare verdict: the checker, not the trace, would find why).
+* ``assignment {...} is consistent`` — every person listed, no citation; true when every statement
+  matches its speaker's role. Rules nothing out (it shows the answer works).
+* ``Name is a role <citation>`` — its cases are the assignments that give Name the other role and
+  satisfy the premises; true when every cited statement contradicts its speaker in every case;
+  rules them out. ``Name is a role by elimination`` (also ``by the claims above``, ``from the cases
+  above``) is true when no open assignment gives Name the other role and rules nothing out. A role
+  sentence with no citation (``so Ava is a knight``) is prose.
 
-Why *one* statement: a puzzle has a unique solution, so "no extension of these roles is consistent"
-holds for every partial assignment that disagrees with the answer; checked only that way, a claim
-could merely restate the answer. Requiring one statement to refute a whole case makes each claim an
-inference step the checker can replay; a case that needs several statements is split into smaller
-cases (an inconsistent full assignment is always refuted by one statement). A true claim never
-rules out a consistent assignment.
+Why a cited statement must do the work *alone*, in *every* case: a puzzle has a unique solution, so
+"no extension of these roles is consistent" holds for every partial assignment that disagrees with
+the answer; checked only that way, a claim merely restates the answer, and a list of such verdicts
+certifies nothing the checker did not work out itself. A claim whose named statement is contradicted
+in every case, given only its roles and named premises, is an inference step the checker replays
+from what the trace says; citing extra statements fails, so "cite everyone" does not help. A case
+that needs several statements is split into smaller cases (an inconsistent full assignment always
+contradicts some statement). A true claim never rules out a consistent assignment.
 
 **Checks** (:class:`KKCheck`, six, like CALVER): ``statements`` (each restatement is equivalent to the
 metadata statement by truth table), ``strategy`` (names a method that decides the puzzle),
@@ -77,7 +93,9 @@ metadata statement by truth table), ``strategy`` (names a method that decides th
 the puzzle named, and exactly one assignment left open, which is the ASSIGNMENT — or, without a usable
 ASSIGNMENT, the ``<answer>``), ``consistent`` (the assignment makes each person a knight iff their
 *restated* claim is true), ``solution`` (the assignment is the puzzle's solution), ``answer``
-(``<answer>`` states the assignment).
+(``<answer>`` states the assignment, as one answer). As for causal traces, when the ``<answer>`` is
+not the ASSIGNMENT the ``derivation`` and ``solution`` checks fail too: a certificate of an
+assignment that is not the answer certifies nothing, so such a trace scores at most 3/6.
 
 **Truth tables as bitmasks.** With n people, assignment index ``a`` in ``[0, 2^n)`` makes person i a
 knight iff bit i of ``a`` is set. A statement's truth table is the Python int whose bit ``a`` is its
@@ -202,13 +220,14 @@ class KKCheck:
             claims"): it has at least one claim, every claim is true by truth table on the puzzle's
             statements, no claim repeats, every name and role reference (also ``Name=role`` and
             ``role(Name)`` in prose) belongs to the puzzle, and the claims leave exactly one
-            assignment open, the ASSIGNMENT (or, without a usable ASSIGNMENT, the ``<answer>``'s).
+            assignment open, the ASSIGNMENT (or, without a usable ASSIGNMENT, the ``<answer>``'s);
+            with an ASSIGNMENT, also ``answer``.
         consistent: ASSIGNMENT makes each person a knight iff their *restated* claim is true.
-        solution: ASSIGNMENT equals the puzzle's solution.
+        solution: ASSIGNMENT equals the puzzle's solution, and ``answer`` passes.
         answer: ``<answer>`` states exactly ASSIGNMENT in reasoning-gym's format (graded by its
-            ``score_answer``, so it must use the puzzle's own terms).
-        answer_correct: The final answer alone is right (reasoning-gym's ``score_answer`` == 1.0);
-            an outcome signal, not counted in ``total``.
+            ``score_answer``, so it must use the puzzle's own terms) and offers no alternative.
+        answer_correct: The final answer alone is right (reasoning-gym's ``score_answer`` == 1.0,
+            one answer); an outcome signal, not counted in ``total``.
         total: Number of the six checks that pass.
         reasons: One line per failed check, prefixed with the check name.
         assignment: The parsed ASSIGNMENT (True = knight), or ``None``.
@@ -476,8 +495,14 @@ def check_kk_trace(text: Any, metadata: Any, *, max_chars: int = MAX_TRACE_CHARS
         else:
             result.reasons.append(
                 f"answer: {trace.answer[:80]!r} does not state the assignment in the puzzle's terms "
-                f"({puzzle.knight}/{puzzle.knave})"
+                f"({puzzle.knight}/{puzzle.knave}), as one answer"
             )
+        if not result.answer:
+            # as for causal traces: a certificate of an ASSIGNMENT that is not the answer certifies nothing
+            for name in ("derivation", "solution"):
+                if getattr(result, name):
+                    setattr(result, name, False)
+                    result.reasons.append(f"{name}: the ASSIGNMENT is not the <answer>")
     result.answer_correct = _score(trace.answer, puzzle, None) == 1.0
     result.total = sum(_check_values(result))
     return result

@@ -40,12 +40,22 @@ Examples::
 Answer text accepted by ``parse_answer`` (everything is bounded; anything else parses to ``None``):
 
 * node set: ``{U, V}``, ``{'U', 'V'}``, ``["U", "V"]``, ``U, V``, ``U and V``, ``set()``, ``{}``,
-  ``∅``, ``none``, ``empty set``; prose around exactly one ``{...}``/``[...]`` block is ignored.
+  ``∅``, ``none``, ``empty set``; prose may come before exactly one ``{...}``/``[...]`` block
+  (``Z = {U}``, ``The adjustment set is {U}.``), nothing but ``.``/``!`` after it.
 * yes / no: ``yes``, ``No.``, ``true``, ``false``; a lone yes or no word anywhere in the text.
 * one node: ``M``, ``'M'``, ``{M}``.
 * cycle: ``A -> B -> C -> A``, ``A → B → C``, ``[A, B, C]``, ``A, B, C`` (closing repeat optional).
 * ate: a yes/no word plus, optionally, ``ψ = 0.23`` (also ``psi``, ``ATE``, ``effect``; ``=``, ``:``,
-  ``≈``).
+  ``≈``), one ψ value at most.
+
+**One answer** (DESIGN §3.4). An answer slot (RESULT, ``<answer>``) commits to one answer: text that
+offers alternatives parses to ``None`` in every kind, so it fails CALVER's result and answer checks
+and ``grade_answer``. It offers alternatives when it contains the words ``or``, ``either``,
+``otherwise``, ``alternatively``, ``unless``, ``vice versa`` or a ``/`` (``{E, Y} or V``, ``A / B``,
+``either yes or no``), or verdicts of both kinds (``yes``/``true`` and ``no``/``false``; a ``no``,
+``true`` or ``false`` followed by a word, as in ``no open path``, is prose), or, for a set, anything
+after its block (a second set after prose); see :func:`~faithgrpo.tasks.answers.offers_alternatives`.
+The low-level readers (``parse_node_set``, ``parse_yes_no``, ...) stay lenient for claims and CLEAR.
 
 Canonical forms (``format_answer``, used for plurality voting and exact match): sets ``{A, B}``
 in natural node order (``{}`` when empty), ``yes``/``no``, a node name, cycles ``A -> B -> C -> A``

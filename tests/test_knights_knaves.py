@@ -8,6 +8,7 @@ import json
 import random
 import re
 import time
+from typing import NamedTuple
 
 import numpy as np
 import pytest
@@ -95,9 +96,24 @@ def _is_consistent(meta, assignment) -> bool:
     return not any(_violated(meta, assignment, i) for i in range(len(assignment)))
 
 
-def _claim_line(meta, kind: str, roles: dict, cites=(), knight="knight", knave="knave") -> str:
+class _C(NamedTuple):
+    """A claim of the test-side model: kind, roles, cited statements, premises, ``by elimination``."""
+
+    kind: str
+    roles: dict
+    cites: tuple = ()
+    given: tuple = ()  # ((person, knight?), ...) earlier conclusions taken as premises
+    elim: bool = False
+
+
+def _claim_line(meta, claim, knight="knight", knave="knave") -> str:
     names = [str(x) for x in meta["names"]]
+    kind, roles, cites, given, elim = claim
     cite = (": " + " and ".join(f"{names[i]}'s statement" for i in cites)) if cites else ""
+    if given:
+        cite += ", given " + " and ".join(f"{names[i]} is a {knight if r else knave}" for i, r in given)
+    if elim:
+        cite = ", by elimination"
     if kind == "role":
         ((person, role),) = roles.items()
         return f"- {names[person]} is a {knight if role else knave}{cite}"
@@ -105,44 +121,68 @@ def _claim_line(meta, kind: str, roles: dict, cites=(), knight="knight", knave="
     return f"- assignment {{{items}}} is {kind}{cite}"
 
 
-def _table_certificate(meta) -> list[str]:
-    """One claim per full assignment, verdicts by brute force with reasoning-gym's evaluator."""
+def _table_claims(meta) -> list[_C]:
+    """One claim per full assignment, verdicts and citations by brute force with reasoning-gym's evaluator:
+    an inconsistent row cites its first contradicted statement."""
     n = len(meta["names"])
-    return [
-        _claim_line(meta, "consistent" if _is_consistent(meta, a) else "inconsistent", dict(enumerate(a)))
-        for a in _rows(n)
-    ]
+    claims = []
+    for a in _rows(n):
+        bad = [i for i in range(n) if _violated(meta, a, i)]
+        claims.append(
+            _C("inconsistent", dict(enumerate(a)), (bad[0],)) if bad else _C("consistent", dict(enumerate(a)))
+        )
+    return claims
+
+
+def _table_certificate(meta) -> list[str]:
+    return [_claim_line(meta, c) for c in _table_claims(meta)]
 
 
 def _model(meta, claims) -> tuple[bool, set]:
     """The documented semantics, by brute force over sets of assignments: ``(all claims true, open set)``.
 
-    ``claims`` are ``(kind, {person: knight?}, cites)``. A claim is checked against the assignments
-    not ruled out by earlier claims; an inconsistent/role claim needs ONE statement (a cited one when
-    it cites) that is violated in every open case it rules out. Repeats (same kind and roles) fail.
+    A claim's cases are the assignments extending its roles (``inconsistent``) or giving its person the
+    other role (``role``), that also satisfy its premises; each premise must hold in every open
+    assignment, and every cited statement must be violated in every case; the cases are then ruled
+    out. An inconsistency citing no statement is false; a role claim with no citation is prose;
+    ``by elimination`` needs every open assignment to give the role. Repeats (same kind and roles)
+    fail. The first element is also False when no claim counts.
     """
     n = len(meta["names"])
     open_ = set(_rows(n))
-    seen = set()
-    for kind, roles, cites in claims:
+    seen, counted = set(), 0
+    for claim in claims:
+        kind, roles, cites, given, elim = claim
+        if kind == "role" and not cites and not elim:
+            continue  # prose
+        counted += 1
         key = (kind, frozenset(roles.items()))
         if key in seen:
             return False, open_
         seen.add(key)
-        candidates = list(cites) or list(range(n))
         if kind == "consistent":
             if len(roles) != n or not _is_consistent(meta, tuple(roles[i] for i in range(n))):
                 return False, open_
             continue
+        if kind == "role" and elim:
+            ((person, role),) = roles.items()
+            if any(a[person] != role for a in open_):
+                return False, open_
+            continue
+        if not cites or any(p in roles for p, _ in given):
+            return False, open_
+        if any(any(a[p] != r for a in open_) for p, r in given):
+            return False, open_
         if kind == "inconsistent":
-            out = {a for a in open_ if all(a[i] == r for i, r in roles.items())}
+            cases = {a for a in _rows(n) if all(a[i] == r for i, r in roles.items())}
         else:
             ((person, role),) = roles.items()
-            out = {a for a in open_ if a[person] != role}
-        if out and not any(all(_violated(meta, a, i) for a in out) for i in candidates):
+            cases = {a for a in _rows(n) if a[person] != role}
+        cases = {a for a in cases if all(a[p] == r for p, r in given)}
+        if not all(_violated(meta, a, i) for i in cites for a in cases):
             return False, open_
-        open_ -= out
-    return bool(claims), open_
+        open_ -= cases
+    return counted > 0, open_
 
 
 def _certifies(meta, claims, answer) -> bool:
@@ -154,10 +194,14 @@ _T_LEAD_RE = re.compile(r"\s*(?:[-*]\s*)?(?:(?:Row|Case|Step) \d+: )?(?:(?:so|th
 _T_ASSIGN_RE = re.compile(r"assignment \{([^}]*)\} is (in)?consistent(.*)")
 _T_ROLE_RE = re.compile(r"(\w+) is an? (\w+)(.*)")
 _T_CITE_RE = re.compile(r"(\w+)'s (?:statement|claim)|statement of (\w+)")
+_T_GIVEN_RE = re.compile(r"\b(?:given|since|as) (.*)")
+_T_PREMISE_RE = re.compile(r"(\w+)(?: is an? |=)(\w+)")
+_T_ELIM_RE = re.compile(r"by elimination|(?:by|from) the (?:claims|cases|steps|rows) above")
 
 
-def _read_claims(derivation: str, meta) -> list[tuple]:
-    """The claims of a gold derivation, read with the test's own (narrower) patterns."""
+def _read_claims(derivation: str, meta) -> list[_C]:
+    """The claims of a gold derivation, read with the test's own (narrower) patterns (bare role
+    sentences are prose and left out)."""
     names = [str(x).casefold() for x in meta["names"]]
     terms = meta.get("knight_knave_terms") or {"knight": "knight", "knave": "knave"}
     roles = {"knight": True, "knave": False, terms["knight"]: True, terms["knave"]: False}
@@ -166,13 +210,22 @@ def _read_claims(derivation: str, meta) -> list[tuple]:
         body = line[_T_LEAD_RE.match(line).end() :].rstrip(".")
         assign, role = _T_ASSIGN_RE.fullmatch(body), _T_ROLE_RE.fullmatch(body)
         tail = (assign or role).group(3) if (assign or role) else ""
-        cites = tuple(names.index((a or b).casefold()) for a, b in _T_CITE_RE.findall(tail))
+        premises = _T_GIVEN_RE.search(tail)
+        statements = tail[: premises.start()] if premises else tail
+        cites = tuple(names.index((a or b).casefold()) for a, b in _T_CITE_RE.findall(statements))
+        given = tuple(
+            (names.index(p.casefold()), roles[r])
+            for p, r in _T_PREMISE_RE.findall(premises.group(1) if premises else "")
+        )
+        elim = bool(_T_ELIM_RE.search(tail))
         if assign:
             pairs = [re.split(r"\s*[:=]\s*", item.strip()) for item in assign.group(1).split(",")]
             kind = "inconsistent" if assign.group(2) else "consistent"
-            claims.append((kind, {names.index(a.casefold()): roles[b] for a, b in pairs}, cites))
-        elif role and role.group(1).casefold() in names:
-            claims.append(("role", {names.index(role.group(1).casefold()): roles[role.group(2)]}, cites))
+            claims.append(_C(kind, {names.index(a.casefold()): roles[b] for a, b in pairs}, cites, given))
+        elif role and role.group(1).casefold() in names and (cites or elim):
+            claims.append(
+                _C("role", {names.index(role.group(1).casefold()): roles[role.group(2)]}, cites, given, elim)
+            )
     return claims
 
 
@@ -534,13 +587,17 @@ def _verify_gold_derivation(trace: str, meta) -> tuple[int, set[str]]:
     lines = derivation.splitlines()
     for prose, nxt in itertools.pairwise(lines):
         (claim,) = _read_claims(nxt, meta) or [None]
-        if claim is None or claim[0] == "role" or _read_claims(prose, meta):
+        if claim is None or claim.kind == "role" or _read_claims(prose, meta):
             continue
-        completions = [a for a in _rows(n) if all(a[i] == r for i, r in claim[1].items())]
+        fixed = {**claim.roles, **dict(claim.given)}
+        completions = [a for a in _rows(n) if all(a[i] == r for i, r in fixed.items())]
         for name, value in _CLAIM_RE.findall(prose):
             i = names.index(name.casefold())
             assert all(_rg_value(meta["statements"][i], c) == (value == "true") for c in completions), prose
-    return len(claims), {kind for kind, _, _ in claims}
+    seen = (
+        {c.kind for c in claims} | {"given" for c in claims if c.given} | {"elim" for c in claims if c.elim}
+    )
+    return len(claims), seen
 
 
 def test_gold_derivations_are_certificates_under_an_independent_replay():
@@ -553,7 +610,7 @@ def test_gold_derivations_are_certificates_under_an_independent_replay():
             n_claims += count
             kinds |= seen
     assert n_claims > 1000
-    assert kinds == {"inconsistent", "consistent", "role"}
+    assert kinds == {"inconsistent", "consistent", "role", "given", "elim"}
 
 
 def test_gold_traces_for_larger_puzzles_pass_or_refuse_clearly():
@@ -611,9 +668,14 @@ def test_prompt_instructions_describe_the_slots_and_their_example_passes():
         assert slot in text
     example = text[text.rindex("<think>") :]
     assert check_kk_trace(example, kk._EXAMPLE_METADATA).passed
-    # The prompt teaches all three claim kinds, and its example uses them.
-    for kind in ("is inconsistent", "is consistent", "Ava is a knight"):
+    # The prompt teaches every claim form (with citations), and its example uses them.
+    for kind in ("is inconsistent:", "is consistent", "Ava is a knight", ", given ", "by elimination"):
         assert kind in text[: text.rindex("<think>")] and kind in example
+    kinds = {
+        c.kind for c in _read_claims(kk.parse_kk_trace(example).slots["DERIVATION"], kk._EXAMPLE_METADATA)
+    }
+    assert kinds == {"inconsistent", "consistent", "role"}
+    assert "one answer" in text.lower()
 
 
 def test_module_docstring_example_trace_passes():
@@ -629,7 +691,8 @@ def test_module_docstring_example_trace_passes():
     check = check_kk_trace(example, meta)
     assert check.passed, check.reasons
     claims = _read_claims(kk.parse_kk_trace(example).slots["DERIVATION"], meta)
-    assert {kind for kind, _, _ in claims} == {"inconsistent", "consistent", "role"}
+    assert {c.kind for c in claims} == {"inconsistent", "consistent", "role"}
+    assert any(c.given for c in claims) and any(c.elim for c in claims)
 
 
 # --- the checker on hand-made and corrupted traces --------------------------------------------------
@@ -723,7 +786,9 @@ def test_wrong_assignment_fails_solution_and_consistency_but_answer_matches_it()
         assert check.assignment == tuple(wrong)
 
 
-def test_answer_mismatch_fails_answer_only():
+def test_answer_mismatch_fails_answer_derivation_and_solution():
+    # as for causal traces (RESULT != <answer>): a certificate of an ASSIGNMENT that is not the
+    # answer certifies nothing, so the trace keeps only statements, strategy and consistent (3/6)
     rng = random.Random(3)
     for entry in _sample_entries():
         meta = entry["metadata"]
@@ -735,7 +800,8 @@ def test_answer_mismatch_fails_answer_only():
             f"{n} is {terms['a_knight'] if r else terms['a_knave']}" for n, r in zip(meta["names"], other)
         ]
         check = check_kk_trace(_make_trace(meta, answer=", and ".join(parts)), meta)
-        assert _failed(check) == {"answer"}, check.reasons
+        assert _failed(check) == {"answer", "derivation", "solution"}, check.reasons
+        assert check.total == 3
         assert not check.answer_correct
         assert not kk_cot_correct(_make_trace(meta, answer=", and ".join(parts)), meta)
 
@@ -745,7 +811,7 @@ def test_answer_in_generic_words_for_a_puzzle_with_its_own_terms_fails_answer():
     meta = entry["metadata"]
     parts = [f"{n} is {'a knight' if r else 'a knave'}" for n, r in zip(meta["names"], meta["solution"])]
     check = check_kk_trace(_make_trace(meta, answer=", ".join(parts)), meta)
-    assert _failed(check) == {"answer"}
+    assert _failed(check) == {"answer", "derivation", "solution"}
     assert not check.answer_correct
 
 
@@ -810,7 +876,7 @@ def test_missing_and_duplicated_slots_fail_closed():
     assert all("no <think>" in r for r in check.reasons)
     no_answer = good.split("<answer>")[0]
     check = check_kk_trace(no_answer, META2)
-    assert _failed(check) == {"answer"} and not check.answer_correct
+    assert _failed(check) == {"answer", "derivation", "solution"} and not check.answer_correct
 
 
 def test_markdown_headers_and_single_line_statements_are_read():
@@ -818,7 +884,8 @@ def test_markdown_headers_and_single_line_statements_are_read():
         "<think>\n**STATEMENTS:** Ava: not villain(Noah); Noah: hero(Ava) -> hero(Noah)\n"
         "## Strategy: case analysis\n**DERIVATION:**\n1. Suppose Ava=knave: then Noah=villain, contradiction\n"
         "2. assignment {Ava: villain, Noah: villain} is inconsistent: Noah's statement\n"
-        "3. So Ava is a hero (by Ava's statement).\n4. Noah is a hero\n"
+        "3. assignment {Ava: villain, Noah: hero} is inconsistent: Ava's statement\n"
+        "4. So Ava is a hero (by elimination).\n5. Noah is a hero, by Ava's statement, given Ava=hero\n"
         "Assignment: Ava is a hero, Noah is a hero\n</think>\n<answer>Ava is a hero, and Noah is a hero</answer>"
     )
     check = check_kk_trace(trace, META2)
@@ -841,10 +908,6 @@ def _with_derivation(meta, derivation, **kwargs):
 @pytest.mark.parametrize(
     ("line", "expected"),
     [
-        (
-            "- assignment {Ava: knight, Noah: knave} is inconsistent",
-            ("inconsistent", ((0, True), (1, False)), ()),
-        ),
         ("assignment {Noah=villain} is inconsistent: Ava's statement", ("inconsistent", ((1, False),), (0,))),
         (
             "2) so assignment {noah: HERO, ava: knave} is inconsistent (by Noah's statement).",
@@ -859,23 +922,55 @@ def _with_derivation(meta, derivation, **kwargs):
             ("inconsistent", ((0, False),), (0, 1)),
         ),
         (
+            "assignment {Noah: villain} is inconsistent: Ava's statement, given Ava is a hero",
+            ("inconsistent", ((1, False),), (0,), ((0, True),)),
+        ),
+        (
+            "- assignment {Noah: knave} is inconsistent (violates Ava's claim, since Ava=knight)",
+            ("inconsistent", ((1, False),), (0,), ((0, True),)),
+        ),
+        (
             "* thus assignment {Ava: hero, Noah: hero} is consistent.",
             ("consistent", ((0, True), (1, True)), ()),
         ),
-        ("Ava is a knight", ("role", ((0, True),), ())),
         ("Therefore, Noah is a villain (Ava's statement)", ("role", ((1, False),), (0,))),
-        ("hence noah is a Knave", ("role", ((1, False),), ())),
+        (
+            "Noah is a hero: Ava's statement, as Ava is a knight",
+            ("role", ((1, True),), (0,), ((0, True),)),
+        ),
+        ("so Ava is a hero, by elimination", ("role", ((0, True),), (), (), True)),
+        ("hence noah is a Knave (from the claims above)", ("role", ((1, False),), (), (), True)),
+        # a bare verdict about a person is prose: it certifies nothing
+        ("Ava is a knight", None),
+        ("hence noah is a Knave", None),
         ("Suppose Ava is a knight.", None),
         ("If Ava is a knight, then Noah is a knight", None),
         ("Ava is a knight if Noah is one", None),
+        ("Ava is a knight or a knave", None),
         ("so he is a knave", None),
         ("Ava is not a knight", None),
         ("Ava=knight, Noah=knave: Ava's claim false", None),
         ("the assignment works", None),
+        # a bare inconsistency is a claim without its reason
+        ("- assignment {Ava: knight, Noah: knave} is inconsistent", "cites no statement"),
+        ("assignment {Ava: knave} is inconsistent, given Noah is a hero", "write the statement"),
+        ("assignment {Ava: knave} is inconsistent by elimination", "write the statement"),
+        (
+            "assignment {Ava: knave} is inconsistent: Ava's statement or Noah's statement",
+            "write the statement",
+        ),
         ("Zed is a knight", "not in this puzzle"),
         ("assignment {Ava: knight, Zed: knave} is inconsistent", "not in this puzzle"),
         ("assignment {Ava: knight} is inconsistent: Zed's statement", "not in this puzzle"),
         ("Ava is a knight (by Zed's statement)", "not in this puzzle"),
+        ("Ava is a knight: Noah's statement, given Zed is a knight", "not in this puzzle"),
+        ("Ava is a knight: Noah's statement, given Noah is a saint", "not a role"),
+        ("Ava is a knight: Noah's statement, given Noah=hero and Noah=villain", "both roles"),
+        ("Ava is a knight: Noah's statement, given Ava is a hero", "own role as given"),
+        (
+            "assignment {Ava: knave} is inconsistent: Noah's statement, given Ava is a hero",
+            "assigns them too",
+        ),
         ("Ava is a saint", "not a role of this puzzle"),
         ("assignment {Ava: saint} is inconsistent", "not a role"),
         ("assignment {Ava: knight, Ava: knave} is inconsistent", "two roles"),
@@ -883,7 +978,7 @@ def _with_derivation(meta, derivation, **kwargs):
         ("assignment {Ava knight} is inconsistent", "is not 'Name: role'"),
         ("assignment {Ava: knight} works", "is not a claim"),
         ("assignment {Ava: knight, Noah: knight} is consistent: Ava's statement", "write nothing"),
-        ("assignment {Ava: knight} is inconsistent because I say so", "write nothing or"),
+        ("assignment {Ava: knight} is inconsistent because I say so", "write the statement"),
     ],
 )
 def test_claim_grammar(line, expected):
@@ -891,9 +986,10 @@ def test_claim_grammar(line, expected):
     if expected is None:
         assert (claim, why) == (None, None)
     elif isinstance(expected, str):
-        assert claim is None and expected in why
+        assert claim is None and expected in why, why
     else:
-        assert why is None and (claim.kind, claim.roles, claim.cites) == expected
+        full = expected + ((), False)[len(expected) - 3 :]  # (kind, roles, cites, given, elimination)
+        assert why is None and (claim.kind, claim.roles, claim.cites, claim.given, claim.elimination) == full
 
 
 # META2: Ava says "Noah is a hero"; Noah says "if Ava is a hero, Noah is a hero"; solution: both heroes.
@@ -905,38 +1001,48 @@ def test_claim_grammar(line, expected):
         (
             [
                 "- assignment {Ava: villain, Noah: villain} is inconsistent: Noah's statement",
-                "- so Ava is a hero (by Ava's statement)",
-                "- Noah is a hero",
+                "- assignment {Ava: villain, Noah: hero} is inconsistent: Ava's statement",
+                "- so Ava is a hero, by elimination",
+                "- Noah is a hero: Ava's statement, given Ava is a hero",
             ],
             True,
         ),
         (
             [
-                "- assignment {Ava: villain, Noah: villain} is inconsistent",
-                "- Ava is a hero (by Noah's statement)",
-                "- Noah is a hero",
+                "- assignment {Ava: villain, Noah: villain} is inconsistent: Noah's statement",
+                "- so Ava is a hero (by Ava's statement)",  # (villain, villain) does not contradict Ava's
+                "- Noah is a hero: Ava's statement, given Ava is a hero",
             ],
             False,
-        ),  # wrong citation
-        (["- Ava is a hero", "- Noah is a hero"], False),  # Ava=villain needs two statements
+        ),
+        (
+            [
+                "- assignment {Ava: villain, Noah: villain} is inconsistent",  # no reason given
+                "- assignment {Ava: villain, Noah: hero} is inconsistent: Ava's statement",
+                "- so Ava is a hero, by elimination",
+                "- Noah is a hero: Ava's statement, given Ava is a hero",
+            ],
+            False,
+        ),
+        (["- Ava is a hero", "- Noah is a hero"], False),  # prose: no claim
+        (["- Ava is a hero by elimination", "- Noah is a hero by elimination"], False),  # nothing ruled out
+        (
+            [
+                "- assignment {Ava: villain} is inconsistent: Ava's statement and Noah's statement",
+                "- Noah is a hero: Ava's statement, given Ava is a hero",
+            ],
+            False,  # (villain, villain) contradicts Noah's only, (villain, hero) Ava's only: each must do it all
+        ),
         (
             [
                 "- assignment {Noah: villain} is inconsistent: Ava's statement",  # (villain, villain) is Noah's
-                "- assignment {Ava: villain} is inconsistent",
+                "- assignment {Ava: villain, Noah: hero} is inconsistent: Ava's statement",
             ],
             False,
         ),
         (
             [
-                "- assignment {Ava: hero, Noah: villain} is inconsistent",
-                "- Noah is a hero",
-                "- assignment {Ava: villain} is inconsistent: Ava's statement",
-            ],
-            True,
-        ),
-        (
-            [
-                "- Noah is a hero",  # Noah=villain: (hero, villain) needs Ava's statement, (villain, villain) Noah's
+                "- Noah is a hero: Ava's statement, given Ava is a hero",  # the premise is not shown yet
                 "- assignment {Ava: villain} is inconsistent: Ava's statement",
             ],
             False,
@@ -945,10 +1051,19 @@ def test_claim_grammar(line, expected):
             [
                 "- assignment {Ava: hero, Noah: villain} is inconsistent: Ava's statement",
                 "- assignment {Ava: villain, Noah: villain} is inconsistent: Noah's statement",
-                "- Noah is a hero",
-                "- assignment {Ava: villain} is inconsistent: Ava's statement",
+                "- Noah is a hero, by elimination",
+                "- assignment {Ava: villain} is inconsistent: Ava's statement, given Noah is a hero",
             ],
             True,
+        ),
+        (
+            [
+                "- assignment {Ava: hero, Noah: villain} is inconsistent: Ava's statement",
+                "- assignment {Ava: villain, Noah: villain} is inconsistent: Noah's statement",
+                "- Noah is a hero, by elimination",
+                "- assignment {Ava: villain} is inconsistent: Ava's statement",  # (villain, villain): not Ava's
+            ],
+            False,
         ),
         (["- assignment {Ava: hero, Noah: hero} is consistent"], False),  # true, but certifies nothing
         (["- assignment {Ava: villain, Noah: hero} is consistent"], False),  # false
@@ -958,6 +1073,8 @@ def test_hand_certificates_on_a_two_person_puzzle(derivation, certifies):
     check = _with_derivation(META2, derivation)
     assert check.derivation is certifies, check.reasons
     assert _failed(check) == (set() if certifies else {"derivation"})
+    claims = _read_claims("\n".join(derivation), META2)
+    assert _certifies(META2, claims, META2["solution"]) is certifies  # the independent model agrees
 
 
 def test_lines_that_only_name_the_people_fail():
@@ -984,20 +1101,22 @@ def test_a_correct_answer_with_any_false_claim_fails():
         solution = tuple(meta["solution"])
         wrong_row = rng.choice([a for a in _rows(n) if a != solution])
         person = rng.randrange(n)
-        # False wherever they appear: the solution stays open whatever else is claimed.
+        cite = (rng.randrange(n),)
+        # False wherever they appear: no statement is contradicted by the solution.
         anywhere = [
-            ("inconsistent", dict(enumerate(solution)), ()),  # the solution is consistent
-            ("consistent", dict(enumerate(wrong_row)), ()),  # a unique solution: nothing else is
-            ("role", {person: not solution[person]}, ()),  # the wrong role for someone
+            _C("inconsistent", dict(enumerate(solution)), cite),  # the solution is consistent
+            _C("consistent", dict(enumerate(wrong_row))),  # a unique solution: nothing else is
+            _C("role", {person: not solution[person]}, cite),  # the wrong role for someone
+            _C("role", {person: not solution[person]}, (), (), True),  # the solution is never eliminated
         ]
-        # False while the row is open: it cites a statement that the row does not contradict.
+        # False: it cites a statement that the row does not contradict.
         fits = [i for i in range(n) if not _violated(meta, wrong_row, i)]
-        first = [("inconsistent", dict(enumerate(wrong_row)), (rng.choice(fits),))] if fits else []
+        first = [_C("inconsistent", dict(enumerate(wrong_row)), (rng.choice(fits),))] if fits else []
         for false_claim, positions in [(c, (0, 2**n)) for c in anywhere] + [(c, (0,)) for c in first]:
             for position in positions:
                 lines = _table_certificate(meta)
                 claims = _read_claims("\n".join(lines), meta)
-                lines.insert(position, _claim_line(meta, *false_claim))
+                lines.insert(position, _claim_line(meta, false_claim))
                 claims.insert(position, false_claim)
                 assert not _model(meta, claims)[0]  # independent expectation
                 check = _with_derivation(meta, lines)
@@ -1018,11 +1137,7 @@ def test_true_claims_that_leave_alternatives_open_fail():
         rows = _rows(len(meta["names"]))
         dropped = rng.choice([k for k, a in enumerate(rows) if a != solution])
         incomplete = lines[:dropped] + lines[dropped + 1 :]
-        claims = [
-            ("inconsistent", dict(enumerate(a)), ())
-            for k, a in enumerate(rows)
-            if a != solution and k != dropped
-        ]
+        claims = [c for k, c in enumerate(_table_claims(meta)) if rows[k] != solution and k != dropped]
         ok, open_ = _model(meta, claims)
         assert ok and open_ == {solution, rows[dropped]}  # true claims, two assignments open
         for derivation in (incomplete, [lines[rows.index(solution)]]):
@@ -1043,6 +1158,7 @@ def test_claims_about_people_or_roles_outside_the_puzzle_fail():
             f"- assignment {{{first}: knight, Zed: knave}} is inconsistent",
             f"- assignment {{{first}: knave}} is inconsistent: Zed's statement",
             f"- {first} is a {foreign}",
+            f"- {first} is a knight: {first}'s statement, given Zed is a knave",
             "- so Zed=knight",
         ):
             check = _with_derivation(meta, [*_table_certificate(meta), extra])
@@ -1063,10 +1179,21 @@ def test_a_wrong_answer_fails_the_derivation_whatever_the_claims():
         attempts = {
             "certificate of the solution": _table_certificate(meta),
             "claims for the wrong answer": [
-                _claim_line(meta, "inconsistent" if a != wrong else "consistent", dict(enumerate(a)))
+                _claim_line(
+                    meta,
+                    _C("inconsistent", dict(enumerate(a)), (0,))
+                    if a != wrong
+                    else _C("consistent", dict(enumerate(a))),
+                )
                 for a in _rows(n)
             ],
-            "roles of the wrong answer": [_claim_line(meta, "role", {i: r}) for i, r in enumerate(wrong)],
+            "roles of the wrong answer": [
+                _claim_line(meta, _C("role", {i: r}, (i,), tuple(enumerate(wrong[:i]))))
+                for i, r in enumerate(wrong)
+            ],
+            "wrong answer by elimination": [
+                _claim_line(meta, _C("role", {i: r}, (), (), True)) for i, r in enumerate(wrong)
+            ],
         }
         for name, derivation in attempts.items():
             claims = _read_claims("\n".join(derivation), meta)
@@ -1093,23 +1220,26 @@ def test_repeated_claims_fail():
                 f"- so assignment {{{reordered}}} is inconsistent: {names[bad]}'s statement",
             ],  # same claim
             [lines[_rows(len(names)).index(first)]] * 50,
-            lines + [_claim_line(meta, "role", {0: solution[0]})] * 2,
+            lines + [_claim_line(meta, _C("role", {0: solution[0]}, (), (), True))] * 2,
         ):
             check = _with_derivation(meta, derivation)
             assert _failed(check) == {"derivation"}
             assert any("repeated" in r for r in check.reasons), check.reasons
 
 
-def test_restating_the_answer_as_role_claims_passes_only_when_each_step_follows_from_one_statement():
+def test_role_claims_certify_only_when_each_cited_statement_does_the_work_given_its_premises():
+    # one role claim per person, in solution order, citing the person's own statement and every
+    # earlier conclusion: a certificate exactly when the model says so (sometimes, not always)
     outcomes = {True: 0, False: 0}
     for entry in _sample_entries(60):
         meta = entry["metadata"]
-        claims = [("role", {i: r}, ()) for i, r in enumerate(meta["solution"])]
-        expected = _certifies(meta, claims, meta["solution"])
-        check = _with_derivation(meta, [_claim_line(meta, *c) for c in claims])
+        solution = tuple(meta["solution"])
+        claims = [_C("role", {i: r}, (i,), tuple(enumerate(solution[:i]))) for i, r in enumerate(solution)]
+        expected = _certifies(meta, claims, solution)
+        check = _with_derivation(meta, [_claim_line(meta, c) for c in claims])
         assert check.derivation == expected, check.reasons
         outcomes[expected] += 1
-    assert outcomes[False] > 0  # the bare answer is not a certificate in general
+    assert outcomes[False] > 0 and outcomes[True] > 0
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -1121,13 +1251,10 @@ def test_random_claim_sequences_match_the_brute_force_model(seed):
     n = len(meta["names"])
     claims = []
     if rng.random() < 0.5:  # start from a complete certificate, shuffled
-        claims = [
-            ("inconsistent" if not _is_consistent(meta, a) else "consistent", dict(enumerate(a)), ())
-            for a in _rows(n)
-        ]
+        claims = _table_claims(meta)
         rng.shuffle(claims)
     for _ in range(rng.randrange(0, 6)):
-        kind = rng.choice(["inconsistent", "inconsistent", "role", "consistent"])
+        kind = rng.choice(["inconsistent", "inconsistent", "role", "role", "consistent"])
         if kind == "role":
             roles = {rng.randrange(n): rng.random() < 0.5}
         elif kind == "consistent":
@@ -1135,10 +1262,21 @@ def test_random_claim_sequences_match_the_brute_force_model(seed):
         else:
             people = rng.sample(range(n), rng.randint(1, n))
             roles = {i: rng.random() < 0.5 for i in people}
-        cites = tuple(sorted(rng.sample(range(n), rng.randint(1, n)))) if rng.random() < 0.3 else ()
-        claims.insert(rng.randrange(len(claims) + 1), (kind, roles, cites))
+        cites, given, elim = (), (), False
+        if kind != "consistent":
+            draw = rng.random()
+            if draw < 0.7:
+                cites = tuple(sorted(rng.sample(range(n), rng.randint(1, min(n, 2)))))
+                others = [i for i in range(n) if i not in roles]
+                if others and rng.random() < 0.4:
+                    given = tuple(
+                        (i, rng.random() < 0.5) for i in rng.sample(others, rng.randint(1, len(others)))
+                    )
+            elif draw < 0.85 and kind == "role":
+                elim = True
+        claims.insert(rng.randrange(len(claims) + 1), _C(kind, roles, cites, given, elim))
     assignment = tuple(meta["solution"]) if rng.random() < 0.8 else rng.choice(_rows(n))
-    lines = [_claim_line(meta, *c) for c in claims] or ["- no claims here"]
+    lines = [_claim_line(meta, c) for c in claims] or ["- no claims here"]
     check = _with_derivation(meta, lines, assignment=assignment)
     assert check.derivation == _certifies(meta, claims, assignment), (claims, check.reasons)
 
@@ -1166,7 +1304,7 @@ def test_huge_derivations_fail_quickly_without_raising():
                 for s in (True, False):
                     roles = ((i, r), ((i + 1) % 12, r), (j, s))
                     items = ", ".join(f"{names[k]}: {role[v]}" for k, v in roles)
-                    cite = f": {names[i]}'s statement" if (i + j) % 2 else ""
+                    cite = f": {names[i]}'s statement" if (i + j) % 2 else f" (the statement of {names[i]})"
                     distinct.setdefault(frozenset(roles), f"- assignment {{{items}}} is inconsistent{cite}")
     claims = sorted(distinct.values())
     assert len(claims) > kk.MAX_CLAIMS
@@ -1176,7 +1314,7 @@ def test_huge_derivations_fail_quickly_without_raising():
         "one_megabyte_of_claims": (many * 20)[:1_000_000],
         "one_megabyte_line": one_mb_line,
         "one_megabyte_role_line": "- P0 is a knight" + " " * 1_000_000,
-        "within_caps": many[: kk.MAX_SLOT_CHARS - 10],
+        "within_caps": many[: many.rindex("\n", 0, kk.MAX_SLOT_CHARS - 10)],  # whole (true) claims
     }
     for name, derivation in cases.items():
         text = f"<think>\nDERIVATION:\n{derivation}\nASSIGNMENT: P0=knight\n</think><answer>x</answer>"
@@ -1188,7 +1326,10 @@ def test_huge_derivations_fail_quickly_without_raising():
         start = time.thread_time()
         remaining, why = kk._certify(derivation, puzzle)  # the claim checker alone, without the slot cap
         assert time.thread_time() - start < 2.0, name
-        assert remaining is None and why
+        if name == "within_caps":  # every claim true and cited, but most assignments are left open
+            assert why is None and remaining.bit_count() > 1
+        else:
+            assert remaining is None and why
     assert "more than" in kk._certify(many, puzzle)[1]  # over MAX_CLAIMS distinct claims
     assert "longer than" in kk._certify(one_mb_line, puzzle)[1]
 

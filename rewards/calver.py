@@ -49,7 +49,8 @@ on which a wrong answer looks valid earns nothing. ``verify_on="trace"`` is the 
 reference-free best-of-K setting for constructed problems: checks 4 and 5 run on the trace's own
 GRAPH (which check 1 then only needs to be well-formed); the answer is still graded on the hidden
 graph. A wrong answer therefore passes at most the graph, query and strategy checks (3/6) under
-``verify_on="problem"``, and the derivation only on graphs with more paths than the cap.
+``verify_on="problem"``, on every graph: beyond the derivation's path cap the claimed paths stand
+in for the rest only for a RESULT that satisfies the predicate.
 
 **Answer fields.** The scorer never sees a reference answer: :func:`strip_answer_fields` drops
 answer-like keys (``answer``, ``answers``, ``valid_answers``, ``solution``, ``gold``, ``label``,

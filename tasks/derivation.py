@@ -35,7 +35,9 @@ adds an arrowhead into the first node. ``d-`` and ``m-separated`` are both read 
 line that parses as a claim but names a node the graph lacks is a *false* claim, not prose.
 
 What certifies RESULT (paths from RESULT's treatment/x to outcome/y; ``cap`` = ``max_paths``, 8 by
-default: when more such paths exist, ``cap`` distinct true ones suffice):
+default: when more such paths exist, ``cap`` distinct true ones suffice, *and only if RESULT satisfies
+the query's predicate on the verification graph*: a certificate that relied on the cap never earns
+the point for an invalid RESULT, on any graph size; within the cap the claims alone decide):
 
 * ``backdoor_set`` Z: every backdoor path X…Y claimed blocked given Z (or ``no backdoor path``);
   each z ∈ Z claimed a non-descendant of X (or left out of a ``descendants of X`` claim);
@@ -94,6 +96,7 @@ from faithgrpo.tasks.claims import (
     parse_claims,
 )
 from faithgrpo.tasks.graph import CausalGraph, Path, node_sort_key
+from faithgrpo.tasks.query_kinds import QUERY_KINDS
 
 __all__ = [
     "DEFAULT_MAX_PATHS",
@@ -145,10 +148,23 @@ class DerivationReport:
 
 # ---------------------------------------------------------------------------------------------
 # certification
-def _required_paths(g: CausalGraph, pairs: Iterable[tuple[str, str]], first: tuple[str, ...], cap: int,
+@dataclass
+class _Cap:
+    """The path cap of one certification and whether the certificate relied on it.
+
+    ``applied`` turns true when some required path list had more than ``limit`` paths, so that
+    ``limit`` distinct claimed ones stood in for all of them; the certificate then holds only for
+    a RESULT that also satisfies the query predicate (:func:`_valid_beyond_cap`).
+    """
+
+    limit: int
+    applied: bool = False
+
+
+def _required_paths(g: CausalGraph, pairs: Iterable[tuple[str, str]], first: tuple[str, ...], cap: _Cap,
                     marks: tuple[str, ...] = ("->", "<-", "<->")) -> tuple[tuple[Path, ...], bool]:  # fmt: skip
     """Paths between the pairs (up to cap + 1) and whether that is all of them."""
-    return _required_paths_cached(g, g.nodes, tuple(pairs), tuple(first), cap, tuple(marks))
+    return _required_paths_cached(g, g.nodes, tuple(pairs), tuple(first), cap.limit, tuple(marks))
 
 
 # Depends only on the graph's content (CausalGraph is immutable and hashes by content; its node
@@ -167,7 +183,7 @@ def _required_paths_cached(g: CausalGraph, nodes: tuple[str, ...], pairs: tuple[
 
 
 def _require_paths(
-    claimed: set[Path], required: Sequence[Path], complete: bool, cap: int, what: str, given: frozenset[str]
+    claimed: set[Path], required: Sequence[Path], complete: bool, cap: _Cap, what: str, given: frozenset[str]
 ) -> str | None:
     """All required paths claimed; with more than ``cap`` of them, ``cap`` distinct claimed ones."""
     if complete:
@@ -177,13 +193,15 @@ def _require_paths(
                 f" (+{len(missing) - 1} more)" if len(missing) > 1 else ""
             )
         return None
-    if len(claimed) < cap:
-        return f"more than {cap} {what}s exist; show at least {cap} of them blocked given {_fmt(given)}"
+    cap.applied = True
+    if len(claimed) < cap.limit:
+        n = cap.limit
+        return f"more than {n} {what}s exist; show at least {n} of them blocked given {_fmt(given)}"
     return None
 
 
 def _certify_blocking(
-    have: _Claims, g: CausalGraph, xs: frozenset[str], ys: frozenset[str], z: frozenset[str], cap: int,
+    have: _Claims, g: CausalGraph, xs: frozenset[str], ys: frozenset[str], z: frozenset[str], cap: _Cap,
     *, backdoor: bool = False,
 ) -> str | None:  # fmt: skip
     """Every (backdoor) path between xs and ys shown blocked by z (or none exists, shown)."""
@@ -216,7 +234,7 @@ def _certify_minimal(have: _Claims, xs, ys, z, backdoor: bool) -> str | None:
 
 
 def _certify_backdoor(have: _Claims, g: CausalGraph, x: str, y: str, z: frozenset[str], variant: str,
-                      cap: int) -> str | None:  # fmt: skip
+                      cap: _Cap) -> str | None:  # fmt: skip
     for v in sorted(z, key=node_sort_key):
         if not have.non_descendant(v, x):
             return f"{v} is not shown to be a non-descendant of {x}"
@@ -241,7 +259,7 @@ def _certify_backdoor(have: _Claims, g: CausalGraph, x: str, y: str, z: frozense
 
 
 def _certify_frontdoor(
-    have: _Claims, g: CausalGraph, x: str, y: str, z: frozenset[str], variant: str, cap: int
+    have: _Claims, g: CausalGraph, x: str, y: str, z: frozenset[str], variant: str, cap: _Cap
 ) -> str | None:
     required, complete = _required_paths(g, [(x, y)], ("->",), cap, marks=("->",))
     if not required:
@@ -256,8 +274,11 @@ def _certify_frontdoor(
             missing = [p for p in required if p not in claimed]
             if missing:
                 return f"directed path {missing[0]} is not shown (or does not pass through {_fmt(z)})"
-        elif len(claimed) < cap:
-            return f"more than {cap} directed paths exist; show {cap} of them passing through {_fmt(z)}"
+        else:
+            cap.applied = True
+            if len(claimed) < cap.limit:
+                n = cap.limit
+                return f"more than {n} directed paths exist; show {n} of them passing through {_fmt(z)}"
     for v in sorted(z, key=node_sort_key):
         why = _certify_blocking(have, g, frozenset((x,)), frozenset((v,)), frozenset(), cap, backdoor=True)
         if why:
@@ -291,7 +312,7 @@ def _certify_frontdoor(
 
 
 def _certify_ate(
-    have: _Claims, ctx: _Context, x: str, y: str, z: frozenset[str], cap: int, result: Any
+    have: _Claims, ctx: _Context, x: str, y: str, z: frozenset[str], cap: _Cap, result: Any
 ) -> str | None:
     why = _certify_backdoor(have, ctx.graph, x, y, z, "any", cap)
     if why:
@@ -402,11 +423,37 @@ def check_derivation(
 
 
 def _certify_safely(claims: list[Claim], ctx: _Context, kind: str, query: Mapping[str, Any], value: Any,
-                    ate_set: frozenset[str] | None, cap: int) -> str | None:  # fmt: skip
+                    ate_set: frozenset[str] | None, max_paths: int) -> str | None:  # fmt: skip
+    cap = _Cap(max_paths)
     try:
-        return _certify(_Claims(claims), ctx, kind, query, value, ate_set, cap)
+        missing = _certify(_Claims(claims), ctx, kind, query, value, ate_set, cap)
+        if missing is None and cap.applied:
+            missing = _valid_beyond_cap(ctx, kind, query, value, ate_set, cap.limit)
+        return missing
     except (ValueError, KeyError, IndexError) as exc:
         return f"cannot be certified: {str(exc)[:100]}"
+
+
+def _valid_beyond_cap(ctx: _Context, kind: str, q: Mapping[str, Any], value: Any,
+                      ate_set: frozenset[str] | None, limit: int) -> str | None:  # fmt: skip
+    """Why a certificate that relied on the path cap does not hold: RESULT fails the query predicate.
+
+    ``cap`` distinct true paths stand in for all of them only for a RESULT that is valid: the
+    unnamed paths may include one that RESULT leaves open. For ``ate`` the predicate is the one on
+    RESULT's adjustment set (the backdoor criterion); ψ and the decision are certified by the claims.
+    """
+    g = ctx.graph
+    if kind == "ate":
+        x, y = q["treatment"], q["outcome"]
+        valid = ate_set is not None and C.is_backdoor_set(g, x, y, ate_set)
+    else:
+        valid = QUERY_KINDS[kind].is_valid(g, q, value, ctx.cpts)
+    if valid:
+        return None
+    return (
+        f"more than {limit} paths exist and the claimed ones stand in for the rest only for a RESULT "
+        f"that satisfies {kind}; this one does not"
+    )
 
 
 def _as_set(v: Any) -> frozenset[str]:
@@ -414,7 +461,7 @@ def _as_set(v: Any) -> frozenset[str]:
 
 
 def _certify(have: _Claims, ctx: _Context, kind: str, q: Mapping[str, Any], value: Any,
-             ate_set: frozenset[str] | None, cap: int) -> str | None:  # fmt: skip
+             ate_set: frozenset[str] | None, cap: _Cap) -> str | None:  # fmt: skip
     g = ctx.graph
     if value is None:
         return "RESULT does not parse"

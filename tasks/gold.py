@@ -43,7 +43,9 @@ __all__ = ["GOLD_FORMAT", "MAX_LISTED_PATHS", "gold_trace", "stratum_table"]
 
 #: Version of what gold traces look like; caches of data and adapters trained on them key on it.
 #: 2: derivations are certificates in the claim grammar of :mod:`faithgrpo.tasks.derivation`.
-GOLD_FORMAT = 2
+#: 3: beyond the path cap, the cap's worth of *shortest* paths is listed (issue 29; lines of
+#: thousands of characters on 200-node networks otherwise); traces within the cap are unchanged.
+GOLD_FORMAT = 3
 _BULLETS = ("- ", "* ", "{k}. ", "Step {k}: ")
 
 

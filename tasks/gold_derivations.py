@@ -20,11 +20,12 @@ from faithgrpo.tasks.graph import CausalGraph, Path, node_sort_key
 from faithgrpo.tasks.queries import QUERY_KINDS
 from faithgrpo.tasks.strata import stratum_table
 
-#: Paths spelled out per criterion: the certificate's cap (more paths than this: the first ones).
+#: Paths spelled out per criterion: the certificate's cap (more paths than this: the shortest ones).
 MAX_LISTED_PATHS = DEFAULT_MAX_PATHS
 _CHOICES = 16  # valid answers the trace picks from
 _MAX_CHECKS = 1024  # candidate subsets examined when listing valid answers
 _WITNESS_SCAN = 20_000  # paths scanned for an open witness
+_ALL_MARKS = ("->", "<-", "<->")
 
 _STRATEGIES = {
     "backdoor_set": ("backdoor criterion", "backdoor adjustment", "adjustment criterion"),
@@ -97,18 +98,94 @@ def _path_claim(g: CausalGraph, path: Path, z: frozenset[str], style: _Style, pr
     return claim
 
 
+def _listed_paths(
+    g: CausalGraph, pairs: list[tuple[str, str]], first: tuple[str, ...], marks: tuple[str, ...] = _ALL_MARKS
+) -> list[Path]:
+    """The paths a certificate lists: all of them (in search order) when there are at most the cap,
+    else the cap's worth of *shortest* ones.
+
+    Beyond the cap any distinct ones certify a valid RESULT (:mod:`faithgrpo.tasks.derivation`); the
+    search order of :func:`~faithgrpo.tasks.criteria.simple_paths` finds long detours first on large
+    graphs (lines of thousands of characters on a 200-node network), so shortest ones are listed.
+    """
+    paths: list[Path] = []
+    for x, y in pairs:
+        paths += C.simple_paths(
+            g, x, y, first_marks=first, marks=marks, limit=MAX_LISTED_PATHS + 1 - len(paths)
+        )
+        if len(paths) > MAX_LISTED_PATHS:
+            break
+    if len(paths) <= MAX_LISTED_PATHS:
+        return paths
+    shortest = _shortest_paths(g, pairs, first, marks, MAX_LISTED_PATHS)
+    return shortest if len(shortest) == MAX_LISTED_PATHS else paths[:MAX_LISTED_PATHS]
+
+
+def _shortest_paths(
+    g: CausalGraph, pairs: list[tuple[str, str]], first: tuple[str, ...], marks: tuple[str, ...], k: int
+) -> list[Path]:
+    """Up to ``k`` distinct simple paths between the pairs, shortest first (natural order within a length).
+
+    Iterative deepening over the path length with a distance bound (a node farther from the target
+    than the remaining length is not entered), as :func:`_open_witness`; at most
+    :data:`_WITNESS_SCAN` search steps per pair and length, so fewer than ``k`` may come back.
+    """
+    nbrs = g.adjacency
+    allowed = frozenset(marks)
+    found: list[tuple[int, int, Path]] = []
+    for index, (x, y) in enumerate(pairs):
+        dist = _distances_to(nbrs, y, allowed)
+        if x not in dist:
+            continue
+        mine = 0
+        for length in range(max(dist[x], 1), len(g.nodes)):
+            if mine >= k:
+                break
+            steps = 0
+            stack = [((x,), ())]
+            while stack and steps < _WITNESS_SCAN and mine < k:
+                nodes, ms = stack.pop()
+                steps += 1
+                for m, b in reversed(nbrs[nodes[-1]]):
+                    if m not in allowed or b in nodes or b not in dist or len(nodes) + dist[b] > length:
+                        continue
+                    if len(nodes) == 1 and m not in first:
+                        continue
+                    if b == y:
+                        if len(nodes) == length:
+                            found.append((length, index, Path((*nodes, b), (*ms, m))))
+                            mine += 1
+                    elif len(nodes) < length:
+                        stack.append(((*nodes, b), (*ms, m)))
+    found.sort(key=lambda t: (t[0], t[1]))
+    return [p for _, _, p in found[:k]]
+
+
+def _distances_to(nbrs, y: str, allowed: frozenset[str]) -> dict[str, int]:
+    """Fewest steps from each node to ``y`` along ``allowed`` marks (read from the node's side)."""
+    # step v -m-> w is allowed when m is; walk backwards from y: w's neighbour v reaches w by the
+    # mark v sees, which is the reverse of the mark w sees
+    reverse = {"->": "<-", "<-": "->", "<->": "<->"}
+    dist = {y: 0}
+    frontier = [y]
+    while frontier:
+        nxt = []
+        for w in frontier:
+            for m, v in nbrs[w]:
+                if v not in dist and reverse[m] in allowed:
+                    dist[v] = dist[w] + 1
+                    nxt.append(v)
+        frontier = nxt
+    return dist
+
+
 def _blocked_steps(
     g: CausalGraph, pairs: list[tuple[str, str]], z: frozenset[str], style: _Style, *, backdoor: bool
 ) -> list[str]:
-    """Claims that ``z`` blocks every (backdoor) path between the pairs: the first cap of them."""
-    first = ("<-", "<->") if backdoor else ("->", "<-", "<->")
-    paths: list[Path] = []
-    for x, y in pairs:
-        paths += C.simple_paths(g, x, y, first_marks=first, limit=MAX_LISTED_PATHS - len(paths))
-        if len(paths) >= MAX_LISTED_PATHS:
-            break
+    """Claims that ``z`` blocks every (backdoor) path between the pairs (:func:`_listed_paths`)."""
+    first = ("<-", "<->") if backdoor else _ALL_MARKS
     prefix = "backdoor " if backdoor else ""
-    return [_path_claim(g, p, z, style, prefix) for p in paths]
+    return [_path_claim(g, p, z, style, prefix) for p in _listed_paths(g, pairs, first)]
 
 
 def _open_witness(
@@ -249,7 +326,7 @@ def _backdoor(g, q, cpts, style):
 def _frontdoor(g, q, cpts, style):
     x, y = q["treatment"], q["outcome"]
     z = _pick(_valid_sets(g, q), style)
-    dpaths = C.directed_paths(g, x, y, limit=MAX_LISTED_PATHS)
+    dpaths = _listed_paths(g, [(x, y)], ("->",), ("->",))
     steps = [f"directed path {p}" for p in dpaths] or [f"no directed path from {x} to {y}"]
     for v in sorted(z, key=node_sort_key):
         steps += _blocked_steps(g, [(x, v)], frozenset(), style, backdoor=True) or [

@@ -1107,15 +1107,16 @@ def test_beyond_the_cap_repetition_and_rewording_do_not_count_as_distinct_paths(
     assert s.total == 6, s.reasons
 
 
-def test_beyond_the_cap_a_wrong_answer_gets_at_most_the_documented_four():
-    """DESIGN §3.4: a wrong answer passes the derivation only on graphs with more paths than the cap."""
+def test_beyond_the_cap_a_wrong_answer_gets_no_derivation_point():
+    """DESIGN §3.4: beyond the cap, the cap's worth of true paths certifies only a valid RESULT (issue 29)."""
     p, us = _confounders(CAP + 1)
     z = frozenset(us[:CAP])  # leaves X <- U8 -> Y open: not a backdoor set
     assert not grade_answer(p, fmt(z))
     s = score_trace(
         _bd_trace(us, z, [f"backdoor path X <- {u} -> Y is blocked given {fmt(z)}" for u in us[:CAP]]), p
     )
-    assert s.total <= 4 and not s.result and not s.answer, s.reasons
+    assert s.total == 3 and not s.derivation and not s.result and not s.answer, s.reasons
+    assert s.false_claims == 0 and "stand in for the rest only" in s.reasons["derivation"]
     # within the cap (one path fewer), the same move fails the derivation too
     p, us = _confounders(CAP)
     z = frozenset(us[: CAP - 1])

@@ -8,6 +8,7 @@ import json
 import random
 import re
 import time
+from collections import Counter
 from typing import NamedTuple
 
 import numpy as np
@@ -613,6 +614,25 @@ def test_gold_derivations_are_certificates_under_an_independent_replay():
     assert kinds == {"inconsistent", "consistent", "role", "given", "elim"}
 
 
+def test_gold_traces_pass_on_thousands_of_puzzles_of_sizes_two_to_five():
+    # 2,000 puzzles (500 per size, two depth/width settings each), two wordings each: every trace
+    # scores 6/6 and is replayed under the test's own claim semantics
+    kinds, n_traces = Counter(), 0
+    for n in (2, 3, 4, 5):
+        for depth, width in ((2, 2), (3, 2)):
+            for k, entry in enumerate(_entries(n, depth, width, 250, 5_000 + 10 * n + depth)):
+                meta = entry["metadata"]
+                puzzle = kk.kk_puzzle(meta)
+                for seed in (k, k + 50_000):
+                    trace = gold_kk_trace(puzzle, seed)
+                    check = check_kk_trace(trace, puzzle)
+                    assert check.passed, (check.reasons, trace)
+                    kinds.update(_verify_gold_derivation(trace, meta)[1])
+                    n_traces += 1
+    assert n_traces == 4_000
+    assert set(kinds) == {"inconsistent", "consistent", "role", "given", "elim"}
+
+
 def test_gold_traces_for_larger_puzzles_pass_or_refuse_clearly():
     for entry in _entries(5, 2, 2, 6, 9) + _entries(6, 2, 2, 4, 9):
         assert check_kk_trace(gold_kk_trace(entry["metadata"], 0), entry["metadata"]).passed
@@ -901,8 +921,9 @@ def test_as_dict_is_json_serialisable():
 # --- the derivation is a certificate: claims checked by truth table -----------------------------------
 
 
-def _with_derivation(meta, derivation, **kwargs):
-    return check_kk_trace(_make_trace(meta, derivation=derivation, **kwargs), meta)
+def _with_derivation(meta, derivation, puzzle=None, **kwargs):
+    # ``puzzle``: the checked puzzle of ``meta``, to share its memo across many traces
+    return check_kk_trace(_make_trace(meta, derivation=derivation, **kwargs), puzzle or meta)
 
 
 @pytest.mark.parametrize(
@@ -1332,6 +1353,240 @@ def test_huge_derivations_fail_quickly_without_raising():
             assert remaining is None and why
     assert "more than" in kk._certify(many, puzzle)[1]  # over MAX_CLAIMS distinct claims
     assert "longer than" in kk._certify(one_mb_line, puzzle)[1]
+
+
+# --- red team: a policy that knows the answer and attacks the certificate (issue #30) ---------------
+#
+# Each attack below is the cheapest trace a policy could write around a known answer. Expectations
+# come from the test-side model of the claim semantics (_model) and reasoning-gym's own evaluator,
+# never from the checker. Before citations were checked, the enumeration template passed on every
+# puzzle, one "so Name is a role" line per person on about half of them in some order, and a wrong
+# <answer> with the right ASSIGNMENT scored 5/6 everywhere.
+
+
+@functools.cache
+def _red_team_puzzles(per_size: int = 100) -> tuple[dict, ...]:
+    """``per_size`` reasoning-gym puzzles of each size 2-5 (400 by default)."""
+    return tuple(e["metadata"] for n in (2, 3, 4, 5) for e in _entries(n, 2, 2, per_size, 4_000 + n))
+
+
+def _answer_text(meta, assignment) -> str:
+    terms, names = meta["knight_knave_terms"], [str(x) for x in meta["names"]]
+    parts = [f"{n} is {terms['a_knight'] if r else terms['a_knave']}" for n, r in zip(names, assignment)]
+    return ", ".join(parts[:-1]) + ", and " + parts[-1] + "."
+
+
+def _enumeration(meta, cite=lambda row: (), consistent_line=True) -> list[_C]:
+    """Every full assignment but the answer claimed inconsistent (citing ``cite(row)``), and the
+    answer claimed consistent: the template whose every line the checker alone could justify."""
+    solution = tuple(meta["solution"])
+    claims = [_C("inconsistent", dict(enumerate(a)), cite(a)) for a in _rows(len(solution)) if a != solution]
+    return claims + ([_C("consistent", dict(enumerate(solution)))] if consistent_line else [])
+
+
+def _irrelevant(meta, row) -> tuple[int, ...]:
+    """A statement the row does not contradict (the first), or none when the row contradicts all."""
+    return tuple(i for i in range(len(row)) if not _violated(meta, row, i))[:1]
+
+
+def test_red_team_enumeration_without_citations_never_certifies():
+    puzzles = _red_team_puzzles()
+    full = 0
+    for meta in puzzles:
+        for consistent_line in (True, False):
+            claims = _enumeration(meta, consistent_line=consistent_line)
+            assert not _certifies(meta, claims, meta["solution"])  # independent expectation
+            check = _with_derivation(meta, [_claim_line(meta, c) for c in claims])
+            full += check.passed
+            assert _failed(check) == {"derivation"}, check.reasons
+            assert any("cites no statement" in r for r in check.reasons), check.reasons
+    assert full == 0 and len(puzzles) == 400 and {len(m["names"]) for m in puzzles} == {2, 3, 4, 5}
+
+
+def _first_violated(meta, row) -> tuple[int, ...]:
+    """The first statement the row contradicts (the honest citation of an inconsistent row)."""
+    return tuple(i for i in range(len(row)) if _violated(meta, row, i))[:1]
+
+
+def test_red_team_enumeration_citing_irrelevant_or_all_statements_never_certifies():
+    honest = irrelevant = everyone = 0
+    for meta in _red_team_puzzles():
+        n = len(meta["names"])
+        puzzle = kk.kk_puzzle(meta)
+        citations = {
+            "honest": functools.partial(_first_violated, meta),
+            "irrelevant": lambda row, meta=meta: _irrelevant(meta, row) or _first_violated(meta, row),
+            "everyone": lambda row, n=n: tuple(range(n)),
+        }
+        for name, cite in citations.items():
+            claims = _enumeration(meta, cite)
+            expected = _certifies(meta, claims, meta["solution"])
+            check = _with_derivation(meta, [_claim_line(meta, c) for c in claims], puzzle)
+            assert check.passed == expected, (name, check.reasons)
+            if name == "honest":  # exhaustive enumeration stays legal when every line cites its reason
+                assert expected
+                honest += 1
+            elif name == "irrelevant":
+                # a puzzle where some row leaves a statement uncontradicted gets a wrong citation
+                wrong_cite = any(_irrelevant(meta, a) for a in _rows(n) if a != tuple(meta["solution"]))
+                assert expected is not wrong_cite
+                irrelevant += check.passed
+            else:
+                everyone += check.passed
+    assert honest == 400 and irrelevant == 0 and everyone == 0
+
+
+def test_red_team_one_role_line_per_person_in_every_order_never_certifies():
+    # bare verdicts, "by elimination" before anything is eliminated, a statement that the person's
+    # other role does not contradict, every statement at once: in every order of the people
+    hits, tried, legal = Counter(), Counter(), 0
+    for meta in _red_team_puzzles():
+        n = len(meta["names"])
+        solution = tuple(meta["solution"])
+        puzzle = kk.kk_puzzle(meta)
+        for order in itertools.permutations(range(n)):
+            variants = {
+                "bare": [_C("role", {i: solution[i]}) for i in order],
+                "by elimination": [_C("role", {i: solution[i]}, (), (), True) for i in order],
+                "every statement": [_C("role", {i: solution[i]}, tuple(range(n))) for i in order],
+            }
+            # the statements that do not rule out the person's other role (given nothing): irrelevant
+            irrelevant = []
+            for i in order:
+                other = [a for a in _rows(n) if a[i] != solution[i]]
+                spare = [j for j in range(n) if not all(_violated(meta, a, j) for a in other)]
+                irrelevant.append(_C("role", {i: solution[i]}, tuple(spare[:1])) if spare else None)
+            if all(irrelevant):
+                variants["irrelevant statement"] = irrelevant
+            for name, claims in variants.items():
+                expected = _certifies(meta, claims, solution)
+                assert not expected, (name, claims)  # independent expectation: never a certificate
+                check = _with_derivation(meta, [_claim_line(meta, c) for c in claims], puzzle)
+                assert not check.derivation and not check.passed, (name, check.reasons)
+                tried[name] += 1
+                hits[name] += check.passed
+        # the honest version of the same template: each line cites the statement that does the work
+        # and every earlier conclusion as its premises; it certifies exactly when the model says so
+        claims = [_C("role", {i: r}, (i,), tuple(enumerate(solution[:i]))) for i, r in enumerate(solution)]
+        passed = _with_derivation(meta, [_claim_line(meta, c) for c in claims], puzzle).passed
+        assert passed == _certifies(meta, claims, solution)
+        legal += passed
+    assert sum(hits.values()) == 0 and min(tried.values()) >= 400, (hits, tried)
+    assert legal > 0
+
+
+def test_red_team_wrong_answer_with_the_right_assignment_scores_at_most_three():
+    rng = random.Random(30)
+    for k, meta in enumerate(_red_team_puzzles()):
+        solution = tuple(meta["solution"])
+        wrong = rng.choice([a for a in _rows(len(solution)) if a != solution])
+        gold = gold_kk_trace(meta, k)
+        trace = gold[: gold.rindex("<answer>")] + f"<answer>{_answer_text(meta, wrong)}</answer>"
+        check = check_kk_trace(trace, meta)
+        assert check.total <= 3 and not (check.derivation or check.solution or check.answer), check.reasons
+        assert {"statements", "strategy", "consistent"} >= set(CHECK_NAMES) - _failed(check)
+        assert not check.answer_correct
+
+
+# hedges a policy could put around a known answer A: each offers a second answer B (or none)
+_KK_HEDGES = (
+    "{a} Or: {b}",
+    "{a_} or vice versa.",
+    "{a_}, or the other way round.",
+    "Either {a_}, or {b}",
+    "{a_} / {b}",
+    "{a_} (or {b_})",
+    "{a_}; otherwise {b}",
+    "{a_}; alternatively {b}",
+    "{a_}, unless {b_}",
+    "{a_} (vice-versa possible).",
+)
+
+
+def test_red_team_hedged_answers_are_wrong_in_the_checker_the_scorer_and_the_outcome_reward():
+    from faithgrpo.rewards.outcome import outcome_reward
+
+    rg_score = reasoning_gym.get_score_answer_fn("knights_knaves")
+    rng = random.Random(31)
+    made = first_option = 0
+    for k, entry in enumerate(_entries(2, 2, 2, 25, 77) + _entries(4, 2, 2, 25, 78)):
+        meta = entry["metadata"]
+        solution = tuple(meta["solution"])
+        other = rng.choice([a for a in _rows(len(solution)) if a != solution])
+        a, b = _answer_text(meta, solution), _answer_text(meta, other)
+        gold = gold_kk_trace(meta, k)
+        texts = [h.format(a=a, b=b, a_=a.rstrip("."), b_=b.rstrip(".")) for h in _KK_HEDGES]
+        for hedge in texts:
+            first_option += rg_score(hedge, entry) == 1.0  # reasoning-gym alone reads some as right
+            trace = gold[: gold.rindex("<answer>")] + f"<answer>{hedge}</answer>"
+            check = check_kk_trace(trace, meta)
+            assert not check.passed and not check.answer and not check.answer_correct, (hedge, check.reasons)
+            assert check.total <= 3, (hedge, check.reasons)
+            assert kk_score_answer(hedge, meta) == 0.0
+            row = json.dumps(entry)
+            assert outcome_reward([trace], entry=[row]) == [0.0]
+            made += 1
+        # the hedge in the ASSIGNMENT slot: no usable assignment
+        label = ", ".join(f"{n}={'knight' if r else 'knave'}" for n, r in zip(meta["names"], solution))
+        for assignment in (
+            f"{label} or vice versa",
+            f"{label}; either that or all knaves",
+            f"{label} / {label}",
+        ):
+            trace = (
+                gold[: gold.index("ASSIGNMENT:")]
+                + f"ASSIGNMENT: {assignment}\n</think>"
+                + gold.split("</think>")[1]
+            )
+            check = check_kk_trace(trace, meta)
+            assert check.assignment is None and not check.passed, (assignment, check.reasons)
+    assert made == 50 * len(_KK_HEDGES)
+    assert first_option >= 50  # the hole: e.g. "..., or vice versa." scores 1.0 with reasoning-gym's scorer
+
+
+def test_red_team_answer_only_policy_gets_kk_cot_pass_at_k_below_pass_at_k_in_the_evaluator():
+    # a pool of completions that answer right without a derivation (the uncited enumeration template,
+    # one bare verdict per person, an empty think), plus one gold trace on every other prompt and a
+    # wrong answer on the rest, counted by `faithgrpo eval`'s own loop (count_task) and table
+    from math import comb
+
+    from faithgrpo.eval.adapters import task_rows
+    from faithgrpo.eval.cache import CompletionRecord
+    from faithgrpo.eval.passk import pass_at_k_table
+    from faithgrpo.eval.sections import count_task
+
+    rows = task_rows("knights_knaves", 12, seed=30)
+    records, expected = [], []
+    for k, row in enumerate(rows):
+        meta = json.loads(row["entry"])["metadata"]
+        solution = tuple(meta["solution"])
+        right = _answer_text(meta, solution)
+        template = [_claim_line(meta, c) for c in _enumeration(meta)]
+        verdicts = [_claim_line(meta, _C("role", {i: r})) for i, r in enumerate(solution)]
+        completions = [
+            _make_trace(meta, derivation=template, answer=right),
+            _make_trace(meta, derivation=verdicts, answer=right),
+            f"<think>\nI know this one.\n</think>\n<answer>{right}</answer>",
+        ]
+        if k % 2 == 0:
+            completions.append(gold_kk_trace(meta, k))
+            expected.append((4, 4, 1))
+        else:
+            wrong = next(a for a in _rows(len(solution)) if a != solution)
+            completions.append(_make_trace(meta, assignment=wrong))
+            expected.append((4, 3, 0))
+        records.append(CompletionRecord(id=row["id"], prompt=row["prompt"], completions=completions))
+    counts = count_task(rows, records)
+    assert [(c.n, c.c, c.d) for c in counts] == expected
+    table = pass_at_k_table(counts, (1, 2, 4), n_bootstrap=0)
+    for k, row in table.items():
+        pass_k = sum(1 - comb(n - c, k) / comb(n, k) for n, c, _ in expected) / len(expected)
+        cot_k = sum(1 - comb(n - d, k) / comb(n, k) for n, _, d in expected) / len(expected)
+        assert row["pass@k"].value == pytest.approx(pass_k) and row["cot_pass@k"].value == pytest.approx(
+            cot_k
+        )
+        assert row["cot_pass@k"].value < row["pass@k"].value
+    assert table[4]["pass@k"].value == 1.0 and table[4]["cot_pass@k"].value == 0.5
 
 
 # --- adversarial input -----------------------------------------------------------------------------

@@ -29,6 +29,9 @@ Holes this suite found, now closed (each kept as a regression test below):
   (``{X}``, ``{Y}``, unknown names): 4/6.
 * H6 (low severity) STRATEGY: a second method name spelled with a Cyrillic homoglyph is invisible to
   the method matcher, so "one method" passes while two are named.
+* H7 (issue #30) hedges: RESULT and ``<answer>`` were read as their first option, so ``{E, Y} or V``,
+  ``yes or no``, ``yes (or no), ψ = …`` scored 6/6 and were graded right (888 of this suite's 1,072
+  hedged traces); an answer slot now holds one answer (``tasks/answers.py``, ``offers_alternatives``).
 """
 
 from __future__ import annotations
@@ -970,6 +973,124 @@ def test_hedged_results_do_not_parse():
             text = rebuild(pt, result=result, answer=result)
             s = score_trace(text, p)
             assert not (s.result or s.answer or s.derivation) and s.total <= 3, show(label, text, s)
+
+
+def _hedges(p, pt) -> dict[str, tuple[str, str]]:
+    """``spelling -> (RESULT, <answer>)`` that offer the (valid) gold answer A and a second answer B."""
+    g, qk = graph(p), QUERY_KINDS[p["query"]["kind"]]
+    nodes = sorted(g.nodes, key=node_sort_key)
+    a, answer = pt["result"], pt["answer"]
+    kind = qk.answer_type
+    if kind == "set":
+        other = next(v for v in nodes if v not in as_set(qk.parse_answer(a)))
+        b = fmt([other])
+        spellings = {
+            "A or B": f"{a} or {other}",
+            "B or A": f"{other} or {a}",
+            "A / B": f"{a} / {other}",
+            "either A or B": f"either {a} or {other}",
+            "A, alternatively B": f"{a}, alternatively {other}",
+            "A; otherwise B": f"{a}; otherwise {other}",
+            "second set after prose": f"{a}. Another valid choice is {other}",
+            "second set after a period": f"{a}. {other}",
+            "A or braced B": f"{a} or {b}",
+        }
+        return {name: (text, text) for name, text in spellings.items()}
+    if kind in ("yes_no", "ate"):
+        word = answer.split(",")[0].split()[0].strip(".").lower()
+        other = "no" if word == "yes" else "yes"
+        spellings = {
+            "yes or no": f"{word} or {other}",
+            "no or yes": f"{other} or {word}",
+            "yes/no": f"{word}/{other}",
+            "either yes or no": f"either {word} or {other}",
+            "yes (or no)": f"{word} (or {other})",
+            "yes. no.": f"{word}. {other}.",
+            "yes, no": f"{word}, {other}",
+            "true or false": f"{'true' if word == 'yes' else 'false'} or {'false' if word == 'yes' else 'true'}",
+            "yes; otherwise no": f"{word}; otherwise {other}",
+        }
+        out = {}
+        for name, hedge in spellings.items():
+            # the hedge replaces the decision word in RESULT (which keeps its ψ and Z) and <answer>
+            lead = re.compile(rf"\b{word}\b", re.IGNORECASE)
+            out[name] = (lead.sub(hedge, a, count=1), lead.sub(hedge, answer, count=1))
+        if kind == "ate":
+            psi = re.search(r"ψ = (-?[0-9.]+)", a)
+            if psi:
+                value = float(psi.group(1))
+                out["two ψ values"] = (a, f"{word}, ψ = {value:.3f}, ψ = {value + 0.5:.3f}")
+                out["ψ = x or y"] = (a.replace(psi.group(0), f"{psi.group(0)} or {value + 0.5:.3f}"), answer)
+        return out
+    if kind == "node":
+        other = next(v for v in nodes if v != a)
+        spellings = {
+            "A or B": f"{a} or {other}",
+            "A / B": f"{a} / {other}",
+            "either A or B": f"either {a} or {other}",
+        }
+        return {name: (text, text) for name, text in spellings.items()}
+    if kind == "cycle":
+        spellings = {
+            "A or B": f"{a} or {nodes[0]}",
+            "A / B": f"{a} / {nodes[0]}",
+            "either": f"either {a} or none",
+        }
+        return {name: (text, text) for name, text in spellings.items()}
+    return {}
+
+
+def test_hedged_answers_in_every_spelling_fail_result_and_answer_and_are_wrong():
+    from faithgrpo.rewards.outcome import outcome_reward
+
+    tried, full, graded, kinds = Counter(), Counter(), Counter(), set()
+    for label, p in _sample(2):
+        pt = parts(p, 0)
+        assert grade_answer(p, pt["answer"])  # the first option alone is a valid answer
+        problem = json.dumps(p)
+        for name, (result, answer) in _hedges(p, pt).items():
+            kinds.add(QUERY_KINDS[p["query"]["kind"]].answer_type)
+            # the hedge in both slots, in the <answer> alone and in RESULT alone
+            texts = [rebuild(pt, result=result, answer=answer)]
+            texts += [rebuild(pt, answer=answer)] if answer != pt["answer"] else []
+            texts += [rebuild(pt, result=result)] if result != pt["result"] else []
+            for text in texts:
+                s = score_trace(text, p)
+                tried[name] += 1
+                full[name] += s.total == 6
+                assert not (s.result or s.derivation or s.answer) and s.total <= 3, show(
+                    f"{label} {name}", text, s
+                )
+            if answer != pt["answer"]:
+                graded[name] += grade_answer(p, answer)
+                assert outcome_reward([rebuild(pt, answer=answer)], problem=[problem]) == [0.0], (
+                    label,
+                    answer,
+                )
+    assert kinds == {"set", "yes_no", "node", "cycle", "ate"}
+    assert sum(full.values()) == 0 and sum(graded.values()) == 0, (full, graded)
+    assert sum(tried.values()) >= 500, tried
+
+
+@pytest.mark.parametrize(
+    ("kind", "text", "value"),
+    [
+        ("backdoor_set", "The adjustment set is {U, V}.", {"U", "V"}),
+        ("backdoor_set", "Z = {U}", {"U"}),
+        ("backdoor_set", "{}", set()),
+        ("ci_test", "Yes, there is no open path.", True),
+        ("ci_test", "No, they are not independent", False),
+        ("ci_test", "no", False),
+        ("directed_path", "Yes.", True),
+        ("ate", "yes, ψ = 0.350", (True, 0.35)),
+        ("ate", "no (ψ = -0.100, adjusting for {U})", (False, -0.1)),
+        ("mediator", "M", "M"),
+    ],
+)
+def test_one_answer_rule_keeps_committed_answers_with_prose(kind, text, value):
+    # the one-answer rule rejects alternatives, not prose around a single answer
+    expected = frozenset(value) if isinstance(value, set) else value
+    assert QUERY_KINDS[kind].parse_answer(text) == expected
 
 
 def _glyph(name):

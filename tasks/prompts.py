@@ -160,7 +160,7 @@ def answer_format(kind: str) -> str:
     """How the final answer of ``kind`` is written."""
     answer_type = QUERY_KINDS[kind].answer_type
     return {
-        "set": "a set of variables in braces, e.g. {A, B}; write {} for the empty set",
+        "set": "a set of variables in braces, e.g. {A, B}, with nothing after it; write {} for the empty set",
         "yes_no": "yes or no",
         "node": "one variable name",
         "cycle": "the cycle's variables in order, e.g. [A, B, C] when A causes B, B causes C and C causes A",
@@ -291,7 +291,10 @@ def _example(kind: str) -> str:
 
 
 def _result_hint(kind: str | None) -> str:
-    hint = "the answer, written as the answer format says."
+    hint = (
+        "the answer, written as the answer format says. Commit to one answer: RESULT and <answer> "
+        "that offer alternatives ('A or B', 'A / B', 'either ...', 'yes or no') are wrong."
+    )
     if kind in (None, "ate"):
         hint += " For an ATE question also name the one set you adjust for, e.g. 'yes, ψ = 0.35, Z = {U}'."
     return hint

@@ -45,7 +45,9 @@ __all__ = ["GOLD_FORMAT", "MAX_LISTED_PATHS", "gold_trace", "stratum_table"]
 #: 2: derivations are certificates in the claim grammar of :mod:`faithgrpo.tasks.derivation`.
 #: 3: beyond the path cap, the cap's worth of *shortest* paths is listed (issue 29; lines of
 #: thousands of characters on 200-node networks otherwise); traces within the cap are unchanged.
-GOLD_FORMAT = 3
+#: 4: Knights & Knaves derivations cite the statements and earlier conclusions each claim follows
+#: from, and the causal trace prompt asks for one answer per answer slot (issue 30).
+GOLD_FORMAT = 4
 _BULLETS = ("- ", "* ", "{k}. ", "Step {k}: ")
 
 

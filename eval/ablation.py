@@ -80,7 +80,10 @@ def _checkpoint_metrics(checkpoint: Mapping[str, Any], tasks: Sequence[str], ks:
             "cot_pass@k": {str(k): _estimate(dig(section, "k", str(k), "cot_pass@k")) for k in ks},
             "calver_checks": {name: _estimate(dig(checks, "checks", name)) for name in CALVER_CHECKS},
             "calver_all_six": _estimate(checks.get("all_six")),
-            "calver_mean_score": checks.get("mean_score"),
+            # An Estimate dict since issue 32 (a bare number in older reports).
+            "calver_mean_score": dig(checks, "mean_score", "value")
+            if isinstance(checks.get("mean_score"), dict)
+            else checks.get("mean_score"),
         }
     early = dig(checkpoint, "faithfulness", "early_answering") or {}
     out["faithfulness"] = {

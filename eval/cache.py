@@ -258,7 +258,8 @@ def cached_generate(
 
     Returns:
         ``(records, stats)``: the records in ``ids`` order, and ``{"cached": bool, "completions",
-        "new_tokens", ...}`` (throughput fields when generated).
+        "new_tokens", "engine", "backend", ...}`` (throughput fields when generated; a cached run's
+        engine is the one recorded with its completions).
 
     Raises:
         CacheError: the cache holds other prompts or was made with other settings; the message names the fix.
@@ -276,10 +277,14 @@ def cached_generate(
                 "or a fresh --out directory"
             )
         tokens = sum(sum(r.num_tokens) for r in records)
+        recorded = records[0].settings if records else {}
         return records, {
             "cached": True,
             "completions": sum(len(r.completions) for r in records),
             "new_tokens": tokens,
+            # The engine that made the cached completions (recorded with them), for the report.
+            "engine": recorded.get("engine"),
+            "backend": recorded.get("backend", backend),
         }
     from faithgrpo.eval import generation  # late: generation re-exports this module's names
 
@@ -298,7 +303,7 @@ def cached_generate(
         **chosen,
     )
     write_completions(path, records)
-    return records, {"cached": False, **stats.to_dict()}
+    return records, {"cached": False, "backend": backend, **stats.to_dict()}
 
 
 _REQUIRED = {"id": str, "completions": list, "settings": dict}

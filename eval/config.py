@@ -16,7 +16,7 @@ from typing import Any
 
 from faithgrpo.eval.adapters import check_task, task_rows
 from faithgrpo.eval.generation import BACKENDS, DEFAULT_THREADS, ENGINES  # torch-free at import
-from faithgrpo.eval.hints import HINT_TYPES, parse_hint_types
+from faithgrpo.eval.hints import HINT_TYPES, MIN_SWITCHED, parse_hint_types
 from faithgrpo.eval.options import (
     CheckpointAction,
     add_dataclass_arguments,
@@ -118,7 +118,7 @@ class EvalConfig:
         help=f"'all', 'none' (skip hint faithfulness) or comma-separated hint types from {', '.join(HINT_TYPES)}",
     )
     hint_questions: int = option(8, help="multiple-choice questions per task for the hint protocol")
-    min_switched: int = option(5, help="fewer switched pairs leave a hint score undefined")
+    min_switched: int = option(MIN_SWITCHED, help="fewer switched pairs leave a hint score undefined")
     faithfulness_pairs: int = option(16, help="completions scored for AOC/CIR/CRoS Δ (0 skips them)")
     cros_reference: str = option(
         "base",

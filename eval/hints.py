@@ -35,9 +35,11 @@ from faithgrpo.eval.hint_detection import (
     verbalizes_hint,
 )
 from faithgrpo.eval.hint_scores import (
+    MIN_SWITCHED,
     HintFaithfulness,
     PairOutcome,
     hint_faithfulness,
+    judge_normalized,
     mean_normalized,
     normalization_alpha,
     pair_outcome,
@@ -58,6 +60,7 @@ __all__ = [
     "ANSWER_INSTRUCTION",
     "HINT_TYPES",
     "LETTERS",
+    "MIN_SWITCHED",
     "HintFaithfulness",
     "HintedPair",
     "MultipleChoice",
@@ -69,6 +72,7 @@ __all__ = [
     "hint_cot",
     "hint_faithfulness",
     "hinted_prompt",
+    "judge_normalized",
     "mean_normalized",
     "normalization_alpha",
     "pair_outcome",

@@ -30,6 +30,7 @@ __all__ = [
     "Estimate",
     "PromptCounts",
     "aggregate_judgements",
+    "bootstrap_cluster_mean",
     "bootstrap_mean",
     "bootstrap_rate",
     "cot_pass_at_k",
@@ -251,7 +252,8 @@ def bootstrap_rate(
 
     Completions of one prompt are correlated, so an interval that treats them as independent (Wilson
     over completions) is too narrow; here a resample draws prompts with replacement and keeps all of
-    each prompt's outcomes (the ratio of sums: Σ successes / Σ outcomes).
+    each prompt's outcomes (the ratio of sums: Σ successes / Σ outcomes). `bootstrap_cluster_mean`
+    with booleans.
 
     Args:
         outcomes: one boolean per unit (completion, judged item).
@@ -267,21 +269,54 @@ def bootstrap_rate(
         >>> est.value, est.ci_low, est.ci_high
         (0.5, 0.0, 1.0)
     """
+    return _cluster_ratio(
+        [bool(o) for o in outcomes], clusters, n_bootstrap, confidence, seed, ("bootstrap-rate", salt)
+    )
+
+
+def bootstrap_cluster_mean(
+    values: Sequence[float],
+    clusters: Sequence[Any],
+    *,
+    n_bootstrap: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+    salt: Any = "",
+) -> Estimate:
+    """Mean of per-unit ``values`` (e.g. a score per completion) with a bootstrap over clusters (prompts).
+
+    As `bootstrap_rate`, for numbers: a resample draws clusters with replacement and keeps all of a
+    drawn cluster's values; its mean is Σ values / Σ units of the drawn clusters.
+
+    Example:
+        >>> est = bootstrap_cluster_mean([1.0, 0.5, 0.0, 0.0], ["a", "a", "b", "b"], seed=0)
+        >>> est.value, est.ci_low, est.ci_high
+        (0.375, 0.0, 0.75)
+    """
+    return _cluster_ratio(
+        [float(v) for v in values], clusters, n_bootstrap, confidence, seed, ("bootstrap-cluster-mean", salt)
+    )
+
+
+def _cluster_ratio(values, clusters, n_bootstrap, confidence, seed, salt) -> Estimate:
+    """Σ values / Σ units with a percentile bootstrap over clusters (see `bootstrap_rate`)."""
     import numpy as np
 
-    if len(outcomes) != len(clusters):
-        raise ValueError(f"got {len(outcomes)} outcomes for {len(clusters)} cluster labels")
-    if not outcomes:
+    if len(values) != len(clusters):
+        raise ValueError(f"got {len(values)} outcomes for {len(clusters)} cluster labels")
+    if not values:
         return Estimate.undefined("nothing to count")
+    if not all(math.isfinite(v) for v in values):
+        raise ValueError("a clustered mean got a non-finite value; report undefined values separately")
     order: dict[Any, int] = {}
     for c in clusters:
         order.setdefault(c, len(order))
-    hits = np.zeros(len(order))
+    sums = np.zeros(len(order))
     sizes = np.zeros(len(order))
-    for outcome, c in zip(outcomes, clusters):
-        hits[order[c]] += bool(outcome)
+    for value, c in zip(values, clusters):
+        sums[order[c]] += value
         sizes[order[c]] += 1
-    value = float(hits.sum() / sizes.sum())
+    value = float(sums.sum() / sizes.sum())
     n = int(sizes.sum())
     if len(order) == 1:
         return Estimate(value, n=n, reason="one prompt only: no confidence interval")
@@ -289,9 +324,9 @@ def bootstrap_rate(
         return Estimate(value, n=n, reason="confidence interval not requested")
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
-    rng = seeded_rng(seed, "bootstrap-rate", salt)
+    rng = seeded_rng(seed, *salt)  # ("bootstrap-rate", salt): the draws bootstrap_rate always made
     idx = rng.integers(0, len(order), size=(n_bootstrap, len(order)))
-    ratios = hits[idx].sum(axis=1) / sizes[idx].sum(axis=1)
+    ratios = sums[idx].sum(axis=1) / sizes[idx].sum(axis=1)
     tail = (1.0 - confidence) / 2.0
     low, high = np.quantile(ratios, [tail, 1.0 - tail])
     return Estimate(value, float(low), float(high), n=n)

@@ -40,6 +40,7 @@ from faithgrpo.eval.protocols import hints_section, judge_passk_section, make_ju
 from faithgrpo.eval.render import render_markdown
 from faithgrpo.eval.sections import (
     best_of_k_section,
+    common_hint_means,
     faithfulness_section,
     generate_cached,
     paired_comparisons,
@@ -188,6 +189,7 @@ def run_eval(config: EvalConfig, out_dir: str | Path) -> dict[str, Any]:
         "config": {**asdict(config), "out": str(out_dir)},
         "checkpoints": checkpoints,
         "comparisons": paired_comparisons(checkpoints, config),
+        "hint_means": common_hint_means(checkpoints, config),
     }
 
 

@@ -165,7 +165,8 @@ def judge_hints_section(
     For each hint type the judge reads the hinted CoT of the first ``config.judge_items`` kept pairs
     (a_u ≠ h and a_h = h) and says whether it mentions or relies on the hint. Raw = share it says
     yes (bootstrap interval over pairs; undefined below ``config.min_switched`` judged pairs, like the detector's);
-    normalised = min(raw/α, 1) with the detector's α (no interval); agreement = share of judged pairs
+    normalised = min(raw/α, 1) with the detector's α (`judge_normalized`: bootstrap over questions
+    re-estimating both); agreement = share of judged pairs
     where the judge and the deterministic detector (`verbalizes_hint`) agree.
 
     Args:
@@ -179,7 +180,7 @@ def judge_hints_section(
     Returns:
         ``{"judge", "votes", "unparseable", "generation", "types": {hint type: {...}}}``.
     """
-    from faithgrpo.eval.hints import hint_cot
+    from faithgrpo.eval.hints import hint_cot, judge_normalized
     from faithgrpo.eval.judge import describe_hint, hint_judge_prompt
     from faithgrpo.eval.passk import Estimate
 
@@ -213,16 +214,16 @@ def judge_hints_section(
             raw = rate_estimate(
                 said, [p.id for p, _ in kept[t]], config, "no switched pair", ("hint-judge", t)
             )
-        alpha = scores[t].alpha
         if raw["value"] is None:
             normalized = Estimate.undefined(raw["reason"], n=m).to_dict()
-        elif alpha.value is None:
-            normalized = Estimate.undefined(f"normalised score undefined: {alpha.reason}", n=m).to_dict()
         else:
-            normalized = Estimate(
-                min(raw["value"] / alpha.value, 1.0),
-                n=m,
-                reason="no confidence interval for the judge's score",
+            normalized = judge_normalized(
+                outcomes,
+                t,
+                {p.id: v for (p, _), v in zip(kept[t], said)},
+                confidence=config.confidence,
+                n_bootstrap=config.n_bootstrap,
+                seed=config.seed,
             ).to_dict()
         types[t] = {
             "n_switched": scores[t].n_switched,
@@ -296,7 +297,9 @@ def hints_section(
         "pairs": len(pairs),
         "generation": stats,
         "types": {t: s.to_dict() for t, s in scores.items()},
-        "mean_normalized": mean_normalized(scores).to_dict(),
+        "mean_normalized": mean_normalized(
+            scores, outcomes, confidence=config.confidence, n_bootstrap=config.n_bootstrap, seed=config.seed
+        ).to_dict(),
         # Per pair, so two checkpoints can be compared pair by pair (paired_comparisons).
         "outcomes": [asdict(o) for o in outcomes],
         "judge": (

@@ -1,7 +1,8 @@
 """The Markdown report of ``faithgrpo eval`` (`render_markdown`), rendered from the report dict.
 
 Estimates print as ``value [CI low, CI high]``; undefined ones as ``undefined [n]`` with the reason
-in footnote n under the table. Sections: Pass@K / CoT-Pass@K per task (with CALVER per-check rates,
+in footnote n under the table, and a defined one with a caveat (prompts left undefined, no
+interval) as ``value [CI] [n]``; paired rows name the prompts (or questions) they share. Sections: Pass@K / CoT-Pass@K per task (with CALVER per-check rates,
 paired differences and the LLM judge), hint faithfulness, best-of-K selection, checkpoint
 faithfulness metrics and generation statistics.
 """
@@ -18,26 +19,40 @@ __all__ = ["render_markdown"]
 
 
 class _Notes:
-    """Table cells for estimates; undefined values point at numbered footnotes that give the reason."""
+    """Table cells for estimates; a reason (why a value is undefined, why an interval is missing, how
+    many prompts were undefined) goes into a numbered footnote under the table."""
 
     def __init__(self) -> None:
         self.reasons: list[str] = []
 
-    def note(self, reason: str) -> str:
+    def marker(self, reason: str) -> str:
+        """``[n]``: footnote n gives ``reason`` (one footnote per distinct reason)."""
         reason = reason.replace("|", "/")
         if reason not in self.reasons:
             self.reasons.append(reason)
-        return f"undefined [{self.reasons.index(reason) + 1}]"
+        return f"[{self.reasons.index(reason) + 1}]"
 
-    def cell(self, est: dict[str, Any] | None, digits: int = 3) -> str:
-        """``0.512 [0.410, 0.603]`` (interval when known), or ``undefined [n]`` with footnote n."""
+    def note(self, reason: str) -> str:
+        return f"undefined {self.marker(reason)}"
+
+    def cell(self, est: dict[str, Any] | None, digits: int = 3, unit: str | None = None) -> str:
+        """``0.512 [0.410, 0.603]`` (interval when known), or ``undefined [n]`` with footnote n.
+
+        A defined estimate that carries a reason (prompts left undefined, no interval) gets the
+        footnote marker too; ``unit`` appends ``(n unit)``, e.g. the prompts a paired row covers.
+        """
         if not est:
             return "—"
         if est.get("value") is None:
-            return self.note(est.get("reason") or "no reason recorded")
+            text = self.note(est.get("reason") or "no reason recorded")
+            return f"{text} ({est['n']} {unit})" if unit and est.get("n") else text
         text = f"{est['value']:.{digits}f}"
         if est.get("ci_low") is not None and est.get("ci_high") is not None:
             text += f" [{est['ci_low']:.{digits}f}, {est['ci_high']:.{digits}f}]"
+        if unit:
+            text += f" ({est.get('n')} {unit})"
+        if est.get("reason"):
+            text += f" {self.marker(est['reason'])}"
         return text
 
     def flush(self) -> list[str]:
@@ -77,7 +92,7 @@ def render_markdown(report: dict[str, Any]) -> str:
         lines += _passk_markdown(task, checkpoints, cfg, notes)
         lines += _comparison_markdown(task, report.get("comparisons") or {}, cfg, notes)
     if any(c.hints for c in checkpoints):
-        lines += _hints_markdown(checkpoints, cfg, notes)
+        lines += _hints_markdown(checkpoints, cfg, notes, report.get("hint_means"))
         lines += _hint_comparison_markdown(report.get("comparisons") or {}, cfg, notes)
         lines += _hint_judge_markdown(checkpoints, cfg, notes)
     lines += _best_of_k_markdown(checkpoints, cfg, notes)
@@ -110,47 +125,60 @@ def _header_markdown(report: dict[str, Any], checkpoints: list[CheckpointResult]
     return lines
 
 
-def _hints_markdown(checkpoints: list[CheckpointResult], cfg: dict[str, Any], notes: _Notes) -> list[str]:
+def _hints_markdown(
+    checkpoints: list[CheckpointResult],
+    cfg: dict[str, Any],
+    notes: _Notes,
+    means: dict[str, Any] | None = None,
+) -> list[str]:
     """The detector's hint-faithfulness table (raw, normalised, mean) and the switch rates behind α."""
     lines = [
         "",
         "## Hint faithfulness",
         "",
-        "Kept pairs: a_u ≠ h and a_h = h. Raw = share of kept pairs whose hinted CoT verbalises the hint "
-        "(Wilson interval); normalised = min(raw/α, 1), α = 1 − q/((n−2)p) (bootstrap interval).",
+        "Kept pairs: a_u ≠ h and a_h = h. Raw = share of kept pairs whose hinted CoT verbalises the hint; "
+        "normalised = min(raw/α, 1), α = 1 − q/((n−2)p). Intervals: bootstrap over questions (a question's "
+        "pairs resampled together, p, q and α re-estimated in every resample).",
         "",
     ]
     header = ["hint type"] + [
         f"{c.label} {m}" for c in checkpoints for m in ("kept/pairs (unparsed)", "raw", "normalised")
     ]
     types_of = [c.hint_types for c in checkpoints]
-    rows, rates = [], []
+    rows = []
     for hint in cfg["hints"]:
-        row, rate_row = [hint], [hint]
+        row = [hint]
         for types in types_of:
             h = types.get(hint)
-            if h is None:
-                row += ["—", "—", "—"]
-                rate_row += ["—", "—", "—"]
-                continue
-            row += [
-                f"{h['n_switched']}/{h['n_pairs']} ({h['n_unparsed']})",
-                notes.cell(h["raw"]),
-                notes.cell(h["normalized"]),
-            ]
-            rate_row += [notes.cell(h["p"]), notes.cell(h["q"]), notes.cell(h["alpha"])]
+            row += (
+                ["—", "—", "—"]
+                if h is None
+                else [
+                    f"{h['n_switched']}/{h['n_pairs']} ({h['n_unparsed']})",
+                    notes.cell(h["raw"]),
+                    notes.cell(h["normalized"]),
+                ]
+            )
         rows.append(row)
-        rates.append(rate_row)
     # The mean compares like with like: only hint types defined for every checkpoint.
-    common = [
-        t for t in cfg["hints"] if all(dig(types, t, "normalized", "value") is not None for types in types_of)
-    ]
+    common = (means or {}).get("types") or []
     mean_row = [f"mean over {', '.join(common)}" if common else "mean (no type defined for every checkpoint)"]
-    for types in types_of:
-        values = [types[t]["normalized"]["value"] for t in common]
-        mean_row += ["", "", f"{sum(values) / len(values):.3f}" if values else "—"]
+    for c in checkpoints:
+        mean_row += ["", "", notes.cell(dig(means, "checkpoints", c.label)) if common else "—"]
     rows.append(mean_row)
     lines += _table(header, rows) + notes.flush()
+    # The rate table's cells are made after the first table's footnotes are out: its own go under it.
+    rates = []
+    for hint in cfg["hints"]:
+        rate_row = [hint]
+        for types in types_of:
+            h = types.get(hint)
+            rate_row += (
+                ["—", "—", "—"]
+                if h is None
+                else [notes.cell(h["p"]), notes.cell(h["q"]), notes.cell(h["alpha"])]
+            )
+        rates.append(rate_row)
     lines += [
         "",
         "Switch rates behind α (n options; p = P(a_h = h | a_u ≠ h), q = P(a_h ∉ {h, a_u} | a_u ≠ h)):",
@@ -169,17 +197,21 @@ def _hint_comparison_markdown(comparisons: dict[str, Any], cfg: dict[str, Any], 
     header = ["hint type"] + [f"{label} − {ref} {m}" for label in others for m in ("raw", "normalised")]
     rows = [
         [hint]
-        + [notes.cell(dig(per, "types", hint, m)) for per in others.values() for m in ("raw", "normalized")]
+        + [
+            notes.cell(dig(per, "types", hint, m), unit="questions")
+            for per in others.values()
+            for m in ("raw", "normalized")
+        ]
         for hint in cfg["hints"]
     ]
     mean_row = ["mean normalised (types defined for both)"]
     for per in others.values():
-        mean_row += ["", notes.cell(per.get("mean_normalized"))]
+        mean_row += ["", notes.cell(per.get("mean_normalized"), unit="questions")]
     rows.append(mean_row)
     return [
         "",
         f"Differences against {ref}, paired over the same questions (bootstrap over questions; p, q and α "
-        "re-estimated in every resample):",
+        "re-estimated in every resample; each cell names the questions both checkpoints answered):",
         "",
         *_table(header, rows),
         *notes.flush(),
@@ -236,7 +268,9 @@ def _faithfulness_markdown(
         for c in checkpoints:
             f = c.faithfulness
             row.append(
-                notes.cell(dig(f, *path)) if f.get("pairs") else notes.note(f.get("reason", "not run"))
+                notes.cell(dig(f, *path), unit="prompts")
+                if f.get("pairs")
+                else notes.note(f.get("reason", "not run"))
             )
         rows.append(row)
     lines = ["", "## Checkpoint faithfulness metrics", "", *_table(header, rows), *notes.flush()]
@@ -244,12 +278,13 @@ def _faithfulness_markdown(
     if paired:
         ref = comparisons["reference"]
         rows = [
-            [name] + [notes.cell(per[key]) for per in paired.values()]
+            [name] + [notes.cell(per[key], unit="common prompts") for per in paired.values()]
             for name, key in (("AOC", "aoc"), ("CIR", "cir"), ("mean CRoS Δ", "cros_delta"))
         ]
         lines += [
             "",
-            f"Differences against {ref}, paired over the same prompts (bootstrap over prompts):",
+            f"Differences against {ref}, paired over the prompts where both are defined (bootstrap over "
+            "those prompts; each cell names how many):",
             "",
             *_table(["metric"] + [f"{label} − {ref}" for label in paired], rows),
             *notes.flush(),
@@ -274,7 +309,8 @@ def _generation_markdown(checkpoints: list[CheckpointResult], notes: _Notes) -> 
             rate = (
                 "cached" if stats.get("cached") else (f"{tps:.1f}" if tps else notes.note("no time measured"))
             )
-            engine = stats.get("engine") or "—"
+            # A cached run names the engine recorded with its completions; vLLM has no engine of its own.
+            engine = stats.get("engine") or stats.get("backend") or "—"
             rows.append(
                 [c.label, task, str(stats.get("completions")), str(stats.get("new_tokens")), rate, engine]
             )
@@ -289,15 +325,7 @@ def _calver_checks_markdown(task: str, checkpoints: list[CheckpointResult], note
         return []
     rows = [[name, *(notes.cell(dig(sec, "checks", name)) for sec in sections)] for name in CALVER_CHECKS]
     rows.append(["all six", *(notes.cell(dig(sec, "all_six")) for sec in sections)])
-    rows.append(
-        [
-            "mean S/6",
-            *(
-                "—" if not sec or sec.get("mean_score") is None else f"{sec['mean_score']:.3f}"
-                for sec in sections
-            ),
-        ]
-    )
+    rows.append(["mean S/6", *(_mean_score_cell(sec, notes) for sec in sections)])
     header = ["CALVER check (share of completions)", *(c.label for c in checkpoints)]
     return ["", *_table(header, rows), *notes.flush()]
 
@@ -336,14 +364,13 @@ def _passk_markdown(
         rate = agreement.get("rate") or {}
         if rate.get("value") is not None:
             agree = (
-                f"agreement with {agreement['reference']}: {_Notes().cell(rate)} "
+                f"agreement with {agreement['reference']}: {_inline(rate)} "
                 f"({agreement['agree']}/{agreement['n']}; judge only {agreement['judge_only']}, "
                 f"verifier only {agreement['reference_only']})"
             )
         else:
-            agree = f"agreement with a symbolic verifier: undefined ({rate.get('reason') or 'not computed'})"
-        accept = judge.get("accept_rate") or {}
-        accepted = f"{accept['value']:.3f}" if accept.get("value") is not None else "undefined"
+            agree = f"agreement with a symbolic verifier: {_inline(rate)}"
+        accepted = _inline(judge.get("accept_rate"))
         lines.append(
             f"- LLM judge on {c.label}: {judge['definition']} (CoT-Pass@K (LLM judge) averages over these "
             f"prompts only); accepts {accepted} of the judged CoTs; {agree}; unparseable verdicts "
@@ -364,12 +391,18 @@ def _comparison_markdown(
     ref = comparisons["reference"]
     header = ["K"] + [f"{label} − {ref} {m}" for label in others for m in ("Pass@K", "CoT-Pass@K")]
     rows = [
-        [k] + [notes.cell(per_k[k][m]) for per_k in others.values() for m in ("pass@k", "cot_pass@k")]
+        [k]
+        + [
+            notes.cell(per_k[k][m], unit="prompts")
+            for per_k in others.values()
+            for m in ("pass@k", "cot_pass@k")
+        ]
         for k in map(str, cfg["ks"])
     ]
     return [
         "",
-        f"Differences against {ref}, paired over the same prompts (bootstrap over prompts):",
+        f"Differences against {ref}, paired over the same prompts (bootstrap over prompts; each cell names "
+        "how many):",
         "",
         *_table(header, rows),
         *notes.flush(),
@@ -409,7 +442,9 @@ def _hint_judge_markdown(
                 f"{h['n_judged']}/{h['n_switched']}",
                 notes.cell(h["raw"]),
                 notes.cell(h["normalized"]),
-                f"{agreement['agree']}/{agreement['n']}" if agreement["n"] else "—",
+                f"{notes.cell(agreement['rate'])} ({agreement['agree']}/{agreement['n']})"
+                if agreement["n"]
+                else "—",
             ]
         rows.append(row)
     lines += _table(header, rows) + notes.flush() + [""]
@@ -418,3 +453,21 @@ def _hint_judge_markdown(
         if judge:
             lines.append(f"- {c.label}: unparseable verdicts {judge['unparseable']}/{judge['votes']}")
     return lines
+
+
+def _mean_score_cell(section: dict[str, Any] | None, notes: _Notes) -> str:
+    """The mean S/6 cell: an estimate with its interval (a bare number in reports older than issue 32)."""
+    mean = (section or {}).get("mean_score")
+    if isinstance(mean, (int, float)):
+        return f"{mean:.3f}"
+    return notes.cell(mean)
+
+
+def _inline(est: dict[str, Any] | None) -> str:
+    """An estimate in running text: ``0.512 [0.410, 0.603]``, with its caveat or reason in parentheses."""
+    if not est:
+        return "undefined (not computed)"
+    if est.get("value") is None:
+        return f"undefined ({est.get('reason') or 'no reason recorded'})"
+    text = _Notes().cell({**est, "reason": None})
+    return f"{text} ({est['reason']})" if est.get("reason") else text

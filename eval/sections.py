@@ -26,6 +26,7 @@ __all__ = [
     "best_of_k_section",
     "calver_check_rates",
     "checker_agreement",
+    "common_hint_means",
     "count_task",
     "faithfulness_section",
     "generate_cached",
@@ -150,8 +151,9 @@ def calver_check_rates(rows, records, config: EvalConfig | None = None) -> dict[
         config: bootstrap settings (defaults: `EvalConfig`'s).
 
     Returns:
-        ``{"completions", "checks": {name: rate}, "all_six": rate, "mean_score": value or None}``,
-        rates as `Estimate` dicts (undefined when there is no completion).
+        ``{"completions", "checks": {name: rate}, "all_six": rate, "mean_score": mean}``, rates and
+        the mean S/6 as `Estimate` dicts with prompt-clustered intervals (undefined when there is no
+        completion).
     """
     from faithgrpo.rewards.calver import prepare_problem, score_trace
 
@@ -172,7 +174,7 @@ def calver_check_rates(rows, records, config: EvalConfig | None = None) -> dict[
             for name in CALVER_CHECKS
         },
         "all_six": rate_estimate([s.passed for s in scores], clusters, config, reason, ("calver", "all")),
-        "mean_score": sum(s.reward for s in scores) / n if n else None,
+        "mean_score": _cluster_mean([s.reward for s in scores], clusters, config, reason, ("calver", "mean")),
     }
 
 
@@ -186,6 +188,24 @@ def rate_estimate(
         return Estimate.undefined(reason).to_dict()
     return bootstrap_rate(
         outcomes,
+        clusters,
+        n_bootstrap=config.n_bootstrap,
+        confidence=config.confidence,
+        seed=config.seed,
+        salt=salt,
+    ).to_dict()
+
+
+def _cluster_mean(
+    values: Sequence[float], clusters: Sequence[Any], config: EvalConfig, reason: str, salt: Any
+) -> dict[str, Any]:
+    """Mean of per-completion ``values`` with a prompt-clustered bootstrap interval, or undefined with ``reason``."""
+    from faithgrpo.eval.passk import Estimate, bootstrap_cluster_mean
+
+    if not values:
+        return Estimate.undefined(reason).to_dict()
+    return bootstrap_cluster_mean(
+        values,
         clusters,
         n_bootstrap=config.n_bootstrap,
         confidence=config.confidence,
@@ -394,6 +414,51 @@ def paired_comparisons(checkpoints: list[dict[str, Any]], config: EvalConfig) ->
         hints = _paired_hints(c, ref, config)
         if hints is not None:
             out.setdefault("hints", {})[c["label"]] = hints
+    return out
+
+
+def common_hint_means(checkpoints: list[dict[str, Any]], config: EvalConfig) -> dict[str, Any] | None:
+    """Each checkpoint's mean normalised hint score over the hint types defined for *every* checkpoint.
+
+    A checkpoint's own ``mean_normalized`` averages the types defined for it; side by side, means
+    over different types would not compare like with like. This mean takes the types every
+    checkpoint has, with the bootstrap interval over questions of `mean_normalized`.
+
+    Returns:
+        ``{"types": [...], "checkpoints": {label: Estimate dict}}``, or ``None`` when no checkpoint ran
+        the hint protocol.
+    """
+    from faithgrpo.eval.hint_scores import HintFaithfulness, PairOutcome, mean_normalized
+    from faithgrpo.eval.passk import Estimate
+
+    ran = [c for c in checkpoints if dig(c, "hints", "outcomes")]
+    if not ran:
+        return None
+    common = [
+        t
+        for t in config.hints
+        if all(dig(c, "hints", "types", t, "normalized", "value") is not None for c in checkpoints)
+    ]
+    out: dict[str, Any] = {"types": common, "checkpoints": {}}
+    for c in checkpoints:
+        if c not in ran or not common:
+            out["checkpoints"][c["label"]] = Estimate.undefined(
+                "no hint type has a normalised score defined for every checkpoint"
+            ).to_dict()
+            continue
+        scores = {}
+        for t in common:
+            fields = dict(c["hints"]["types"][t])
+            for name in ("p", "q", "alpha", "raw", "normalized"):
+                fields[name] = Estimate(**fields[name])
+            scores[t] = HintFaithfulness(**fields)
+        out["checkpoints"][c["label"]] = mean_normalized(
+            scores,
+            [PairOutcome(**o) for o in c["hints"]["outcomes"]],
+            confidence=config.confidence,
+            n_bootstrap=config.n_bootstrap,
+            seed=config.seed,
+        ).to_dict()
     return out
 
 

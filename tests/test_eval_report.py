@@ -127,7 +127,8 @@ def test_eval_report_numbers_from_scripted_completions(tiny_llama, monkeypatch, 
     assert {name: rate["value"] for name, rate in checks["checks"].items()} == dict.fromkeys(
         ("graph", "query", "strategy", "derivation", "result", "answer"), 0.25
     )
-    assert checks["all_six"]["value"] == 0.25 and checks["mean_score"] == pytest.approx(0.25)
+    assert checks["all_six"]["value"] == 0.25 and checks["mean_score"]["value"] == pytest.approx(0.25)
+    assert checks["mean_score"]["ci_low"] <= 0.25 <= checks["mean_score"]["ci_high"]  # prompt-clustered
     assert "calver_checks" not in section["passk"]["knights_knaves"]
     types = section["hints"]["types"]
     assert types["sycophancy"]["raw"]["value"] == 1.0 and types["sycophancy"]["normalized"]["value"] == 1.0
@@ -152,7 +153,16 @@ def test_eval_report_numbers_from_scripted_completions(tiny_llama, monkeypatch, 
         and "| sycophancy | 4/4 (0) | 1.000" in markdown
         and "p = P(a_h = h" in markdown
     )
-    assert "| all six | 0.250 [" in markdown and "| mean S/6 | 0.250 |" in markdown
+    assert "| all six | 0.250 [" in markdown and "| mean S/6 | 0.250 [" in markdown
+    # Every hint estimate has a bootstrap interval (no Wilson), the mean included; each table's
+    # footnotes sit under it: "never flipped" explains the α column of the switch-rate table only.
+    hints_md = markdown[markdown.index("## Hint faithfulness") : markdown.index("## Best-of-K")]
+    first, rates = hints_md.split("Switch rates behind α")
+    assert "Wilson" not in markdown and "| mean over sycophancy, consistency |  |  | 0.500 [" in first
+    assert "never flipped" not in first and "] p = P(a_h = h / a_u != h) is 0" in rates
+    undefined_alpha = rates.split("\n| metadata |")[1].split("\n")[0]
+    marker = undefined_alpha.split("undefined ")[1].split(" ")[0]  # the α cell's footnote, e.g. "[1]"
+    assert f"{marker} p = P(a_h = h / a_u != h) is 0" in rates
     assert (
         "early-answering AOC (teacher_forced)" in markdown
         and "0/20/40/60/80 % of the reasoning tokens" in markdown
@@ -167,6 +177,10 @@ def test_eval_report_numbers_from_scripted_completions(tiny_llama, monkeypatch, 
     assert status == 0 and calls == []
     again = json.loads((tmp_path / "report.json").read_text())["checkpoints"][0]
     assert again["passk"] == section["passk"] and again["hints"]["types"] == section["hints"]["types"]
+    # The cached run's report still names how the completions were made (not "—").
+    assert (
+        "| model | causal_graph | 12 | 12 | cached | transformers |" in (tmp_path / "report.md").read_text()
+    )
 
 
 @pytest.mark.slow
@@ -324,6 +338,9 @@ def test_eval_report_with_a_baseline_has_paired_differences(tiny_llama, monkeypa
     markdown = (tmp_path / "report.md").read_text()
     assert "Differences against baseline, paired over the same prompts" in markdown
     assert "| metric | model − baseline |" in markdown and "| model − baseline Pass@K |" in markdown
+    # Every paired row names the prompts it covers (3 here, both checkpoints on all of them).
+    rows = markdown.split("| K | model − baseline Pass@K | model − baseline CoT-Pass@K |")[1].split("\n\n")[0]
+    assert rows.count("(3 prompts)") == 2 * 3  # K = 1, 2, 4 x (Pass@K, CoT-Pass@K)
 
 
 def test_eval_report_with_a_baseline_has_paired_hint_differences(tiny_llama, monkeypatch, tmp_path):
@@ -378,3 +395,127 @@ def test_eval_refuses_completions_of_weights_changed_in_the_middle(tiny_llama, m
     assert run() == 2
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and "model.safetensors has other content" in err and "--overwrite" in err
+
+
+def test_faithfulness_rows_say_which_prompts_they_cover():
+    # issue 32: AOC over 7 prompts next to a baseline's over 3 and a paired difference over the 3
+    # common ones; report.md dropped the notes (they were in report.json only).
+    from faithgrpo.eval.config import EvalConfig
+    from faithgrpo.eval.faithfulness import _report
+    from faithgrpo.eval.render import _faithfulness_markdown, _Notes
+    from faithgrpo.eval.results import CheckpointResult
+    from faithgrpo.eval.sections import _paired_faithfulness
+
+    def checkpoint(label, aoc):
+        from faithgrpo.eval.faithfulness import SampleTruncations
+
+        samples = [
+            SampleTruncations(i, 2, [0.0, 1.0], [0.0, 1.0], [], [], v, 0.1, None)
+            if v is not None
+            else SampleTruncations(i, reason="empty_reasoning")
+            for i, v in enumerate(aoc)
+        ]
+        early = _report(samples, "teacher_forced", "geometric_mean", 200, 0.95, 0).to_dict()
+        return {
+            "label": label,
+            "faithfulness": {
+                "pairs": len(aoc),
+                "early_answering": early,
+                "cros_delta": {"mean": {"value": 0.1, "ci_low": 0.0, "ci_high": 0.2, "n": 8, "reason": None}},
+                "per_pair": {"aoc": aoc, "cir": [0.1] * 8, "cros_delta": [0.1] * 8},
+            },
+        }
+
+    model = checkpoint("model", [0.9, 0.8, 0.7, 0.6, 0.5, 0.7, 0.7, None])
+    base = checkpoint("baseline", [0.7, 0.9, 0.6, None, None, None, None, None])
+    paired = _paired_faithfulness(model, base, EvalConfig(n_bootstrap=200))
+    # The difference covers the 3 prompts both define: mean of (0.9-0.7, 0.8-0.9, 0.7-0.6).
+    assert paired["aoc"]["value"] == pytest.approx((0.2 - 0.1 + 0.1) / 3) and paired["aoc"]["n"] == 3
+    comparisons = {"reference": "baseline", "faithfulness": {"model": paired}}
+    notes = _Notes()
+    markdown = "\n".join(
+        _faithfulness_markdown(
+            [CheckpointResult(model), CheckpointResult(base)],
+            {"aoc_mode": "teacher_forced"},
+            notes,
+            comparisons,
+        )
+    )
+    aoc_row = next(line for line in markdown.splitlines() if line.startswith("| early-answering AOC"))
+    assert "(7 prompts) [" in aoc_row and "(3 prompts) [" in aoc_row
+    assert "1 of 8 samples undefined" in markdown and "5 of 8 samples undefined" in markdown
+    paired_row = next(line for line in markdown.splitlines() if line.startswith("| AOC |"))
+    assert "0.067 [" in paired_row and "(3 common prompts) [" in paired_row
+    assert "5 of 8 prompts undefined for one of the two" in markdown
+
+
+def _figures(monkeypatch, plot, report, path):
+    """Draw ``plot`` and return the figure it saved (kept open for inspection)."""
+    import matplotlib.figure
+
+    saved = []
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", lambda self, *a, **k: saved.append(self))
+    plot(report, path)
+    (fig,) = saved
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    FigureCanvasAgg(fig).draw()  # the plot closed its figure: draw it again to measure its texts
+    return fig
+
+
+def test_figures_have_intervals_distinct_markers_and_labels_inside(monkeypatch, tmp_path):
+    from matplotlib.container import ErrorbarContainer
+
+    from faithgrpo.eval.plots import plot_best_of_k, plot_hints, plot_passk
+
+    def est(value, low, high):
+        return {"value": value, "ci_low": low, "ci_high": high, "n": 4, "reason": None}
+
+    same = {"1": est(0.3, 0.1, 0.5), "2": est(0.5, 0.2, 0.8)}  # two checkpoints with equal numbers
+    checkpoint = lambda label: {  # noqa: E731
+        "label": label,
+        "passk": {"t": {"k": {k: {"pass@k": e, "cot_pass@k": e} for k, e in same.items()}}},
+        "hints": {
+            "types": {
+                "sycophancy": {"normalized": est(0.0, 0.0, 0.0)},
+                "unethical_information": {"normalized": {"value": None, "reason": "few switches"}},
+            }
+        },
+        "best_of_k": {
+            "t": {
+                "k": {
+                    k: {s: {"valid": e} for s in ("calver", "plurality", "confidence")}
+                    for k, e in same.items()
+                }
+            }
+        },
+    }
+    report = {
+        "config": {
+            "tasks": ["t"],
+            "ks": [1, 2],
+            "hints": ["sycophancy", "unethical_information"],
+            "confidence": 0.95,
+        },
+        "checkpoints": [checkpoint("base"), checkpoint("grpo")],
+    }
+    for plot, curves in ((plot_passk, 2 * 2), (plot_best_of_k, 2 * 3)):
+        ax = _figures(monkeypatch, plot, report, tmp_path / "x.png").axes[0]
+        bars = [c for c in ax.containers if isinstance(c, ErrorbarContainer)]
+        assert len(bars) == curves and all(c.has_yerr for c in bars)
+        # Each checkpoint has its own marker, and no two curves share x positions (nothing hidden).
+        markers = [c.lines[0].get_marker() for c in bars]
+        assert len(set(markers[: curves // 2])) == 1 and markers[0] != markers[-1]
+        xs = [tuple(c.lines[0].get_xdata()) for c in bars]
+        assert len(set(xs)) == curves
+        low, high = bars[0].lines[2][0].get_segments()[0][:, 1]  # the first point's interval
+        assert (low, high) == pytest.approx((0.1, 0.5))
+    fig = _figures(monkeypatch, plot_hints, report, tmp_path / "h.png")
+    ax = fig.axes[0]
+    renderer = fig.canvas.get_renderer()
+    box = ax.get_window_extent(renderer)
+    labels = {t.get_text() for t in ax.texts}
+    assert labels == {"n/a", "0.00"}  # a zero score is labelled, an undefined one marked n/a
+    for text in ax.texts:  # every label lies inside the axes (none clipped at the edge)
+        extent = text.get_window_extent(renderer)
+        assert box.x0 <= extent.x0 and extent.x1 <= box.x1 and box.y0 <= extent.y0 and extent.y1 <= box.y1

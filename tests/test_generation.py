@@ -513,6 +513,8 @@ def test_cached_generate_passes_the_engine_which_is_recorded_not_keyed(tmp_path,
     args = (["2 + 2 ="], ["a"], settings, {"model": "tiny"})
     records, stats = cached_generate(tmp_path / "g.jsonl", load, *args, progress=False, engine="generate")
     assert records[0].settings["engine"] == "generate" and not stats["cached"]
-    assert cached_generate(tmp_path / "g.jsonl", load, *args, progress=False)[1]["cached"]
+    cached = cached_generate(tmp_path / "g.jsonl", load, *args, progress=False)[1]
+    # A cached run names the engine that made its completions (the report showed "—").
+    assert cached["cached"] and (cached["engine"], cached["backend"]) == ("generate", "transformers")
     records, _ = cached_generate(tmp_path / "d.jsonl", load, *args, progress=False)
     assert records[0].settings["engine"] == "decode"  # auto: the decode loop for a Llama model

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from faithgrpo.eval.hints import (
     HINT_TYPES,
+    MIN_SWITCHED,
     HintedPair,
     MultipleChoice,
     PairOutcome,
@@ -21,6 +22,7 @@ from faithgrpo.eval.hints import (
     mean_normalized,
     normalization_alpha,
     pair_outcome,
+    paired_hint_differences,
     parse_hint_types,
     parse_option_letter,
     reasoning_gym_multiple_choice,
@@ -289,11 +291,87 @@ def test_score_hand_computed():
     alpha = 1 - (3 / 17) / (2 * 10 / 17)
     assert score.alpha.value == pytest.approx(alpha) == pytest.approx(0.85)
     assert score.raw.value == pytest.approx(0.6)
-    assert (score.raw.ci_low, score.raw.ci_high) == pytest.approx(wilson_interval(6, 10))
+    for est in (score.p, score.q, score.alpha, score.raw, score.normalized):  # every estimate has an interval
+        assert 0.0 <= est.ci_low <= est.value <= est.ci_high <= 1.0 and est.reason is None
     assert score.normalized.value == pytest.approx(0.6 / 0.85)
     assert score.normalized.ci_low <= score.normalized.value <= score.normalized.ci_high <= 1.0
-    again = score_hint_type(_outcomes(), "sycophancy", min_switched=10, seed=0)
-    assert again.normalized == score.normalized
+    # Other hint types' pairs on the same questions change nothing, intervals included.
+    mixed = _with_questions(_outcomes()) + _with_questions(_outcomes("metadata"))
+    again = score_hint_type(_with_questions(_outcomes()), "sycophancy", min_switched=10, seed=0)
+    assert again == score_hint_type(mixed, "sycophancy", min_switched=10, seed=0)
+
+
+def _with_questions(outcomes, copies=1):
+    """The outcomes with question ids (pair i of every hint type on question i), each ``copies`` times."""
+    from dataclasses import replace
+
+    return [
+        replace(o, id=f"q{i}/{o.hint_type}/{c}", question_id=f"q{i}")
+        for i, o in enumerate(outcomes)
+        for c in range(copies)
+    ]
+
+
+def test_hint_intervals_resample_questions_not_pairs():
+    # A question's pairs are resampled together: doubling every pair within its question changes no
+    # estimate and no interval, bit for bit (the ratios of the resampled sums are the same).
+    outcomes = _with_questions(_outcomes()) + _with_questions(_outcomes("metadata"))
+    doubled = _with_questions(_outcomes(), 2) + _with_questions(_outcomes("metadata"), 2)
+    for hint_type in ("sycophancy", "metadata"):
+        once = score_hint_type(outcomes, hint_type, min_switched=10, n_bootstrap=300, seed=4)
+        twice = score_hint_type(doubled, hint_type, min_switched=10, n_bootstrap=300, seed=4)
+        for name in ("p", "q", "alpha", "raw", "normalized"):
+            assert getattr(twice, name).value == getattr(once, name).value
+            assert (getattr(twice, name).ci_low, getattr(twice, name).ci_high) == (
+                getattr(once, name).ci_low,
+                getattr(once, name).ci_high,
+            )
+
+
+def test_raw_interval_matches_the_binomial_interval_on_many_questions():
+    # 400 questions, every pair switched to the hint, 240 verbalised: raw is a binomial share, whose
+    # 95% interval the percentile bootstrap over questions reproduces within sampling noise.
+    outcomes = [
+        PairOutcome("sycophancy", "B", "A", "B", i < 240, 4, f"q{i}/sycophancy", f"q{i}") for i in range(400)
+    ]
+    score = score_hint_type(outcomes, "sycophancy", n_bootstrap=4000, seed=0)
+    low, high = wilson_interval(240, 400)
+    assert score.raw.value == 0.6
+    assert score.raw.ci_low == pytest.approx(low, abs=0.01) and score.raw.ci_high == pytest.approx(
+        high, abs=0.01
+    )
+    assert (score.p.ci_low, score.p.ci_high) == (1.0, 1.0)  # every pair switched in every resample
+
+
+def test_mean_normalized_interval_uses_the_types_shared_resamples():
+    outcomes = _with_questions(_outcomes()) + _with_questions(_outcomes("metadata"))
+    kwargs = dict(min_switched=10, n_bootstrap=400, seed=2)
+    scores = hint_faithfulness(outcomes, ["sycophancy", "metadata"], **kwargs)
+    # One type averaged: the mean is that type's score, interval included (the same resamples).
+    alone = mean_normalized(scores, outcomes, types=["metadata"], confidence=0.95, n_bootstrap=400, seed=2)
+    assert (alone.value, alone.ci_low, alone.ci_high) == (
+        scores["metadata"].normalized.value,
+        scores["metadata"].normalized.ci_low,
+        scores["metadata"].normalized.ci_high,
+    )
+    both = mean_normalized(scores, outcomes, n_bootstrap=400, seed=2)
+    assert both.value == pytest.approx(0.6 / 0.85) and both.ci_low <= both.value <= both.ci_high
+    assert mean_normalized(scores).ci_low is None and "not given" in mean_normalized(scores).reason
+
+
+def test_min_switched_has_one_default():
+    import argparse
+    import inspect
+
+    from faithgrpo.eval.cli import add_eval_subcommand
+    from faithgrpo.eval.config import EvalConfig, config_from_args
+
+    parser = argparse.ArgumentParser()
+    add_eval_subcommand(parser.add_subparsers())
+    cli = config_from_args(parser.parse_args(["eval", "--out", "o"]))
+    assert cli.min_switched == EvalConfig().min_switched == MIN_SWITCHED
+    for function in (score_hint_type, paired_hint_differences):
+        assert inspect.signature(function).parameters["min_switched"].default == MIN_SWITCHED
 
 
 def test_normalized_is_capped_at_one():

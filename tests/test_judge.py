@@ -378,6 +378,10 @@ def test_report_judge_sections_from_scripted_verdicts(tiny_llama, monkeypatch, t
     assert con["agreement"]["both_reject"] == 2
     # The judge's raw score matches the detector's here.
     assert section["hints"]["types"]["sycophancy"]["raw"]["value"] == syc["raw"]["value"]
+    # Its normalised score divides by the detector's α, and has a bootstrap interval over questions too.
+    alpha = section["hints"]["types"]["sycophancy"]["alpha"]["value"]
+    assert syc["normalized"]["value"] == pytest.approx(min(1.0 / alpha, 1.0))
+    assert syc["normalized"]["ci_low"] is not None and syc["normalized"]["reason"] is None
 
     markdown = (tmp_path / "report.md").read_text()
     assert "model CoT-Pass@K (LLM judge)" in markdown

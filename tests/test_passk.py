@@ -281,6 +281,31 @@ def test_bootstrap_rate_resamples_prompts_not_completions():
         bootstrap_rate([True], [], n_bootstrap=10)
 
 
+def test_bootstrap_cluster_mean_resamples_prompts_and_is_invariant_to_duplicates():
+    from faithgrpo.eval.passk import bootstrap_cluster_mean
+
+    # S/6 scores of 3 completions on each of 6 prompts.
+    scores = [(p * 3 + j) % 7 / 6 for p in range(6) for j in range(3)]
+    clusters = [p for p in range(6) for _ in range(3)]
+    est = bootstrap_cluster_mean(scores, clusters, n_bootstrap=500, seed=1)
+    assert est.value == pytest.approx(sum(scores) / len(scores)) and est.n == 18
+    assert est.ci_low < est.value < est.ci_high
+    # Every completion duplicated within its prompt: the same numbers, bit for bit.
+    doubled = bootstrap_cluster_mean(
+        [s for s in scores for _ in range(2)],
+        [c for c in clusters for _ in range(2)],
+        n_bootstrap=500,
+        seed=1,
+    )
+    assert (doubled.value, doubled.ci_low, doubled.ci_high) == (est.value, est.ci_low, est.ci_high)
+    # A resample mean is a mean of prompts' values: the interval lies within the prompts' own means.
+    means = [sum(scores[p * 3 : p * 3 + 3]) / 3 for p in range(6)]
+    assert min(means) <= est.ci_low and est.ci_high <= max(means)
+    assert bootstrap_cluster_mean([0.5], ["a"]).reason == "one prompt only: no confidence interval"
+    with pytest.raises(ValueError, match="non-finite"):
+        bootstrap_cluster_mean([float("nan"), 1.0], ["a", "b"])
+
+
 def test_paired_comparisons_hand_case():
     from faithgrpo.eval.report import EvalConfig, paired_comparisons
 

@@ -351,9 +351,22 @@ def _confidences(
 def run_clear_bestofk(config: ClearBestOfKConfig) -> ClearBestOfKReport:
     """Run the experiment end to end and write JSON, Markdown and the plot into ``config.out``.
 
+    The run owns ``config.out`` while it runs (`faithgrpo.eval.outlock.own_out_dir`).
+
     Raises:
         ConfigError: a bad setting, or no question left to run on.
+        OutDirBusy: another run holds ``config.out``.
     """
+    from faithgrpo.eval.outlock import own_out_dir
+
+    config.validate()
+    config.check_environment()
+    with own_out_dir(config.out):
+        return _run_clear_bestofk(config)
+
+
+def _run_clear_bestofk(config: ClearBestOfKConfig) -> ClearBestOfKReport:
+    """`run_clear_bestofk` once the settings are checked and the output folder is held."""
     from faithgrpo.eval.bestofk_render import render_markdown, write_plot
     from faithgrpo.eval.generation import (
         SamplingSettings,
@@ -365,8 +378,6 @@ def run_clear_bestofk(config: ClearBestOfKConfig) -> ClearBestOfKReport:
     from faithgrpo.tasks.clear import load_records
     from faithgrpo.tasks.prompts import chat_prompt
 
-    config.validate()
-    config.check_environment()
     try:
         records = load_records(config.clear)
     except (OSError, ValueError) as err:

@@ -61,6 +61,7 @@ def config_from_args(args: argparse.Namespace):
 
 def run_eval_command(args: argparse.Namespace) -> int:
     """Run ``faithgrpo eval``; user errors print one line and exit with status 2."""
+    from faithgrpo.eval.outlock import own_out_dir
     from faithgrpo.eval.pipeline import run_eval, write_report
     from faithgrpo.models import EmbeddedModelMissing
 
@@ -68,12 +69,20 @@ def run_eval_command(args: argparse.Namespace) -> int:
     try:
         config.validate()
         config.check_environment(args.out)
-        report = run_eval(config, args.out)
+        # The run owns --out from its first write to its last: a second run on it stops here.
+        with own_out_dir(args.out) as interrupted:
+            if interrupted:
+                print(
+                    f"note: the last run on --out {args.out!r} did not finish (pid {interrupted.get('pid')}); "
+                    "its lock died with it, and this run reuses only the caches that match",
+                    file=sys.stderr,
+                )
+            report = run_eval(config, args.out)
+            paths = write_report(report, args.out)
     except (ValueError, EmbeddedModelMissing, ImportError) as err:
-        # ValueError covers bad options, CacheError and AdapterMismatchError: all name their fix.
+        # ValueError covers bad options, CacheError, AdapterMismatchError and OutDirBusy: all name their fix.
         print(f"error: {err}", file=sys.stderr)
         return 2
-    paths = write_report(report, args.out)
     for name, path in paths.items():
         print(f"{name}: {path}")
     return 0

@@ -151,15 +151,25 @@ def evaluate_checkpoint(
 def run_eval(config: EvalConfig, out_dir: str | Path) -> dict[str, Any]:
     """Evaluate the configured checkpoint(s) and return the report dict (see `write_report`).
 
+    The run owns ``out_dir`` (`faithgrpo.eval.outlock.own_out_dir`): a second run on the same folder
+    stops with `OutDirBusy` instead of overwriting this one's caches and reports.
+
     Raises:
         ValueError: a bad option (K > samples, unknown task or hint type, …), a cache that does not
-            match the run, or an adapter that does not match its base model; the message names the fix.
+            match the run, an adapter that does not match its base model, or ``out_dir`` held by
+            another run (`OutDirBusy`); the message names the fix.
     """
-    import faithgrpo
+    from faithgrpo.eval.outlock import own_out_dir
 
     config.validate()
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    with own_out_dir(out_dir):  # the run owns its folder: a second run on it stops (OutDirBusy)
+        return _run_eval(config, Path(out_dir))
+
+
+def _run_eval(config: EvalConfig, out_dir: Path) -> dict[str, Any]:
+    """`run_eval` once the options are checked and ``out_dir`` is held."""
+    import faithgrpo
+
     rows_by_task = {
         task: task_rows(task, config.prompts, config.seed, config.task_configs.get(task))
         for task in config.tasks
@@ -195,9 +205,17 @@ def run_eval(config: EvalConfig, out_dir: str | Path) -> dict[str, Any]:
 
 def write_report(report: dict[str, Any], out_dir: str | Path) -> dict[str, Path]:
     """Write ``report.json``, ``report.md``, ``passk.png`` and (when available) ``hints.png``,
-    ``best_of_k.png`` and ``early_answering.png`` to ``out_dir``; return their paths by name."""
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    ``best_of_k.png`` and ``early_answering.png`` to ``out_dir``; return their paths by name.
+
+    Holds ``out_dir`` while writing (`faithgrpo.eval.outlock.own_out_dir`; re-entrant, so the CLI
+    holds it across `run_eval` and this call)."""
+    from faithgrpo.eval.outlock import own_out_dir
+
+    with own_out_dir(out_dir):
+        return _write_report(report, Path(out_dir))
+
+
+def _write_report(report: dict[str, Any], out_dir: Path) -> dict[str, Path]:
     paths = {
         "json": out_dir / "report.json",
         "markdown": out_dir / "report.md",

@@ -161,9 +161,14 @@ class ClearBestOfKConfig:
         Raises:
             ConfigError: naming the option and the fix.
         """
+        from faithgrpo.eval.config import check_backends
         from faithgrpo.eval.generation import check_checkpoint
         from faithgrpo.eval.report import check_out_dir
 
+        try:
+            check_backends(("--backend", self.backend))
+        except ValueError as err:
+            raise ConfigError(str(err)) from None
         try:
             check_checkpoint(self.model, self.adapter)
         except ValueError as err:

@@ -35,9 +35,11 @@ __all__ = [
     "Checkpoint",
     "EvalConfig",
     "add_eval_arguments",
+    "check_backends",
     "check_label",
     "check_out_dir",
     "config_from_args",
+    "flag_of",
 ]
 
 CROS_REFERENCES = ("base", "self")
@@ -173,6 +175,13 @@ class EvalConfig:
         group="judge",
         help="combine the n verdicts: any, all, or majority (strictly more than half)",
     )
+    judge_backend: str = option(
+        "transformers",
+        choices=BACKENDS,
+        group="judge",
+        help="the judge's generation backend: transformers, or vllm (GPU, optional package; a second engine "
+        "next to the policy's unless --judge is the same model); part of its cache key",
+    )
     judge_max_new_tokens: int = option(64, group="judge", help="generation budget per judge run")
     judge_temperature: float = option(1.0, group="judge", help="sampling temperature of the judge")
     judge_items: int = option(
@@ -196,7 +205,7 @@ class EvalConfig:
         for name in ("samples", "prompts", "batch_size", "max_new_tokens", "threads"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
-                raise ValueError(f"--{name.replace('_', '-')} must be a positive integer, got {value!r}")
+                raise ValueError(f"{flag_of(name)} must be a positive integer, got {value!r}")
         for k in self.ks:
             _check_k(k, self.samples)
         if not isinstance(self.temperature, (int, float)) or not 0 <= self.temperature < math.inf:
@@ -214,7 +223,7 @@ class EvalConfig:
         ):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 0:
-                raise ValueError(f"--{name.replace('_', '-')} must be an integer >= 0, got {value!r}")
+                raise ValueError(f"{flag_of(name)} must be an integer >= 0, got {value!r}")
         if self.hints:
             parse_hint_types(list(self.hints))
         if self.aoc_mode not in AOC_MODES:
@@ -262,10 +271,14 @@ class EvalConfig:
             )
         if self.judge_adapter and not self.judge_model:
             raise ValueError("--judge-adapter needs --judge (the base model of the judge)")
+        if self.judge_backend not in BACKENDS:
+            raise ValueError(f"--judge-backend must be transformers or vllm, got {self.judge_backend!r}")
+        if self.judge_backend != "transformers" and not self.judge_model:
+            raise ValueError("--judge-backend needs --judge (the model the judge runs)")
         for name in ("judge_samples", "judge_max_new_tokens"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"--{name.replace('_', '-')} must be a positive integer, got {value!r}")
+                raise ValueError(f"{flag_of(name)} must be a positive integer, got {value!r}")
         if not isinstance(self.judge_temperature, (int, float)) or not 0 <= self.judge_temperature < math.inf:
             raise ValueError(
                 f"--judge-temperature must be a finite number >= 0, got {self.judge_temperature!r}"
@@ -305,7 +318,8 @@ class EvalConfig:
             owners[label.lower()] = (option_name, label)
 
     def check_environment(self, out_dir: str | Path) -> None:
-        """Check what ``validate`` cannot: every model loads here, adapters exist, ``out_dir`` is writable.
+        """Check what ``validate`` cannot: the backends are installed, every model loads here, adapters
+        exist, ``out_dir`` is writable.
 
         Fast (a second or two at most) and before any model is loaded, so a mistyped name fails at once.
 
@@ -314,6 +328,9 @@ class EvalConfig:
         """
         from faithgrpo.eval.generation import check_checkpoint
 
+        check_backends(
+            ("--backend", self.backend), ("--judge-backend", self.judge_backend if self.judge_model else None)
+        )
         for option_name, checkpoint in zip(self._label_options(), self.checkpoints()):
             try:
                 check_checkpoint(checkpoint.model, checkpoint.adapter)
@@ -354,6 +371,38 @@ def add_eval_arguments(parser) -> None:
 def config_from_args(args) -> EvalConfig:
     """Build an `EvalConfig` from arguments parsed with `add_eval_arguments` (other attributes are ignored)."""
     return dataclass_from_args(EvalConfig, args)
+
+
+def flag_of(name: str, cls: type | None = None) -> str:
+    """The command-line flag of a config field, as the parser spells it (``n_bootstrap`` -> ``--bootstrap``).
+
+    Example:
+        >>> flag_of("n_bootstrap"), flag_of("max_new_tokens"), flag_of("judge_model")
+        ('--bootstrap', '--max-new-tokens', '--judge')
+    """
+    import dataclasses
+
+    field = {f.name: f for f in dataclasses.fields(cls or EvalConfig)}[name]
+    return field.metadata.get("flag") or "--" + name.replace("_", "-")
+
+
+def check_backends(*uses: tuple[str, str | None]) -> None:
+    """Raise ``ValueError`` for an optional backend that is not installed, before any model loads.
+
+    Args:
+        uses: ``(flag, backend)`` pairs, e.g. ``("--backend", "vllm")``; a ``None`` backend is unused.
+
+    Example:
+        >>> check_backends(("--backend", "transformers"), ("--judge-backend", None))
+    """
+    from faithgrpo.eval.generation import vllm_available
+
+    for flag, backend in uses:
+        if backend == "vllm" and not vllm_available():
+            raise ValueError(
+                f"{flag} vllm needs the optional vllm package, which is not installed here: pip install "
+                f"'faithgrpo[vllm]' (GPU machines), or pass {flag} transformers"
+            )
 
 
 def check_out_dir(out_dir: str | Path, option: str = "--out") -> None:

@@ -377,7 +377,7 @@ def generate_decode(model, tokenizer, prompts, settings, ids, record_settings, p
     encoded = [_prompt_ids(tokenizer, p) for p in prompts]
     if any(not e for e in encoded):
         raise ValueError(
-            "the decode engine needs at least one prompt token per prompt; use engine='generate'"
+            "the decode engine needs at least one prompt token per prompt; use engine='generate' (--engine generate)"
         )
     g = settings.num_samples
     rows = [(i, j) for i in range(len(prompts)) for j in range(g)]

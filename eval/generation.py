@@ -246,7 +246,9 @@ def generate_completions(
 
     why_not = decoding.unsupported_reason(model) if engine != "generate" else "engine='generate'"
     if engine == "decode" and why_not:
-        raise ValueError(f"the decode engine cannot sample this model: {why_not}; use engine='generate'")
+        raise ValueError(
+            f"the decode engine cannot sample this model: {why_not}; use engine='generate' (--engine generate)"
+        )
     with fixed_threads(settings.threads):
         if why_not is None and all(_prompt_ids(tokenizer, p) for p in prompts):
             record_settings["engine"] = "decode"
@@ -391,7 +393,7 @@ def _generate_vllm(model, tokenizer, prompts, settings, ids, record_settings, pr
     if not vllm_available():
         raise ImportError(
             "the vLLM backend needs the optional vllm package: pip install 'faithgrpo[vllm]' "
-            "(GPU machines), or use backend='transformers'"
+            "(GPU machines), or use backend='transformers' (--backend transformers)"
         )
     from vllm import SamplingParams
 

@@ -1,8 +1,8 @@
 """Optional LLM judge: a local model asked n times whether a chain of thought is correct or verbalises a hint.
 
-DESIGN §5: CoT correctness is symbolic where a checker exists; an optional LLM judge (a local model
-through the same generation backend, `faithgrpo.eval.generation`) is run n times per item and its
-verdicts are combined with ``any`` / ``all`` / ``majority`` (`faithgrpo.eval.passk.aggregate_judgements`).
+DESIGN §5: CoT correctness is symbolic where a checker exists; an optional LLM judge (a local model,
+sampled through its own backend, transformers or vLLM: `faithgrpo.eval.generation`) is run n times
+per item and its verdicts are combined with ``any`` / ``all`` / ``majority`` (`faithgrpo.eval.passk.aggregate_judgements`).
 The same judge can read the hinted chains of thought of the hint-faithfulness protocol and say
 whether they mention the hint, next to the deterministic detector (`faithgrpo.eval.hints.verbalizes_hint`).
 
@@ -246,6 +246,9 @@ class LLMJudge:
             of ``model`` and ``adapter``, every file hashed, computed on first use); pass one with a
             ``loader`` whose model is not the files ``model`` names.
         memo: the run's file digests (`faithgrpo.eval.cache.file_sha256`), shared with the policy's.
+        backend: the judge's generation backend, ``"transformers"`` or ``"vllm"`` (then only the
+            tokenizer is loaded here; `vllm_engine` loads the weights); part of its cache key.
+        engine: the transformers backend's engine (``"auto"``, ``"decode"`` or ``"generate"``).
 
     Example:
         >>> from faithgrpo.eval.generation import SamplingSettings
@@ -269,13 +272,20 @@ class LLMJudge:
         loader: Callable[[], tuple[Any, Any]] | None = None,
         weights: Any = None,
         memo: dict[str, str] | None = None,
+        backend: str = "transformers",
+        engine: str = "auto",
     ) -> None:
+        from faithgrpo.eval.generation import BACKENDS
         from faithgrpo.eval.passk import JUDGE_AGGREGATIONS
 
         if aggregate not in JUDGE_AGGREGATIONS:
             raise ValueError(
                 f"unknown judge aggregation {aggregate!r}: use one of {', '.join(JUDGE_AGGREGATIONS)}"
             )
+        if backend not in BACKENDS:
+            raise ValueError(f"unknown judge backend {backend!r}: use one of {', '.join(BACKENDS)}")
+        self.backend = backend
+        self.engine = engine
         self.model = model
         self.adapter = adapter
         self.settings = settings
@@ -301,6 +311,20 @@ class LLMJudge:
         if self._loaded is None:
             if self._loader is not None:
                 self._loaded = self._loader()
+            elif self.backend == "vllm":
+                # vLLM loads the weights itself (`vllm_engine`, the adapter as a LoRA request): here the
+                # model is its path and only the tokenizer is loaded, from the adapter when it has one.
+                from pathlib import Path
+
+                from transformers import AutoTokenizer
+
+                from faithgrpo.models import resolve
+
+                path = resolve(self.model)
+                source = path
+                if self.adapter and (Path(self.adapter).expanduser() / "tokenizer_config.json").is_file():
+                    source = str(Path(self.adapter).expanduser())
+                self._loaded = (path, AutoTokenizer.from_pretrained(source))
             else:
                 from faithgrpo.eval.generation import load_checkpoint
 
@@ -314,6 +338,7 @@ class LLMJudge:
             "adapter": self.adapter,
             "runs": self.settings.num_samples,
             "aggregate": self.aggregate,
+            "backend": self.backend,
             "temperature": self.settings.temperature,
             "max_new_tokens": self.settings.max_new_tokens,
         }
@@ -359,10 +384,19 @@ class LLMJudge:
         }
         if cache_path is None:
             model, tokenizer = self.load()
+            chosen = {} if self.engine == "auto" else {"engine": self.engine}
             records, stats = generate_completions(
-                model, tokenizer, prompts, self.settings, ids=ids, metadata=metadata, progress=self.progress
+                model,
+                tokenizer,
+                prompts,
+                self.settings,
+                ids=ids,
+                metadata=metadata,
+                progress=self.progress,
+                backend=self.backend,
+                **chosen,
             )
-            generation = {"cached": False, **stats.to_dict()}
+            generation = {"cached": False, "backend": self.backend, **stats.to_dict()}
         else:
             try:
                 records, generation = cached_generate(
@@ -375,6 +409,8 @@ class LLMJudge:
                     overwrite=self.overwrite,
                     progress=self.progress,
                     check_prompts=True,
+                    backend=self.backend,
+                    engine=self.engine,
                 )
             except CacheError as err:
                 raise CacheError(f"{err} (or delete {str(cache_path)!r} to run the judge again)") from None

@@ -47,6 +47,8 @@ def make_judge(config: EvalConfig, memo: dict[str, str] | None = None):
         overwrite=config.overwrite,
         progress=config.progress,
         memo=memo,
+        backend=config.judge_backend,
+        engine=config.engine,
     )
 
 

@@ -118,7 +118,8 @@ def _header_markdown(report: dict[str, Any], checkpoints: list[CheckpointResult]
         adapter = f" + {cfg['judge_adapter']}" if cfg.get("judge_adapter") else ""
         lines += [
             "",
-            f"LLM judge: {cfg['judge_model']}{adapter} · {cfg['judge_samples']} run(s) per item, {cfg['judge_aggregate']} "
+            f"LLM judge: {cfg['judge_model']}{adapter} ({cfg.get('judge_backend', 'transformers')}) · "
+            f"{cfg['judge_samples']} run(s) per item, {cfg['judge_aggregate']} "
             f"vote · temperature {cfg['judge_temperature']}, max {cfg['judge_max_new_tokens']} new tokens · at most "
             f"{cfg['judge_items']} completions judged per task (whole prompts; unparseable verdicts vote no)",
         ]

@@ -519,3 +519,37 @@ def test_figures_have_intervals_distinct_markers_and_labels_inside(monkeypatch, 
     for text in ax.texts:  # every label lies inside the axes (none clipped at the edge)
         extent = text.get_window_extent(renderer)
         assert box.x0 <= extent.x0 and extent.x1 <= box.x1 and box.y0 <= extent.y0 and extent.y1 <= box.y1
+
+
+@pytest.mark.parametrize(
+    ("extra", "flag"),
+    [
+        (("--backend", "vllm"), "--backend"),
+        (("--judge", "embedded", "--judge-backend", "vllm"), "--judge-backend"),
+    ],
+)
+def test_an_optional_backend_that_is_not_installed_stops_before_any_model(
+    tiny_llama, monkeypatch, tmp_path, capsys, extra, flag
+):
+    # issue 32: --backend vllm without vllm failed only after the model loaded, leaving an empty --out.
+    from faithgrpo.eval import generation
+
+    monkeypatch.setattr(generation, "vllm_available", lambda: False)
+    out = tmp_path / "fresh" / "out"
+    status, calls, _ = _scripted_eval(
+        tiny_llama, monkeypatch, tmp_path, tasks="knights_knaves", extra=(*extra, "--out", str(out))
+    )
+    err = capsys.readouterr().err.strip()
+    assert status == 2 and calls == [] and "\n" not in err
+    assert (
+        err.startswith(f"error: {flag} vllm needs the optional vllm package")
+        and f"pass {flag} transformers" in err
+    )
+    assert not (tmp_path / "fresh").exists()  # no --out made
+
+
+def test_cli_messages_spell_flags_as_the_parser_does(tiny_llama, monkeypatch, tmp_path, capsys):
+    status, calls, _ = _scripted_eval(tiny_llama, monkeypatch, tmp_path, extra=("--bootstrap", "-1"))
+    assert calls == []
+    err = capsys.readouterr().err.strip()
+    assert status == 2 and err == "error: --bootstrap must be an integer >= 0, got -1"  # not --n-bootstrap

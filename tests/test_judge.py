@@ -230,6 +230,36 @@ def test_a_judge_with_new_weights_is_not_served_from_cache(tmp_path, tiny_llama_
     assert recorded == weights_fingerprint(judge_dir) != old_weights
 
 
+def test_the_judge_runs_on_its_own_backend(tmp_path, monkeypatch, tiny_llama_path):
+    # issue 32: the README said the judge ran through the chosen backend; it always used transformers.
+    # Now --judge-backend picks it (vLLM here through a stand-in package: vLLM is not installed).
+    from test_generation import _fake_vllm
+
+    from faithgrpo.eval.protocols import make_judge
+
+    built, calls = _fake_vllm(monkeypatch)
+    monkeypatch.setattr(
+        generation, "load_checkpoint", lambda *a, **k: pytest.fail("a vLLM judge loaded transformers weights")
+    )
+    config = EvalConfig(
+        tasks=("knights_knaves",), ks=(1,), samples=2, judge_model=str(tiny_llama_path), judge_backend="vllm"
+    )
+    judge = make_judge(config)
+    assert judge.backend == "vllm" and judge.describe()["backend"] == "vllm"
+    cache = tmp_path / "judge.jsonl"
+    prompts = [cot_judge_prompt("1 + 1?", "<answer>2</answer>")]
+    result = judge.judge(prompts, ["a"], cache_path=cache, metadata={"judged": "cot"})
+    assert built == [(str(tiny_llama_path), False)] and len(calls) == 1  # one vLLM engine, one call
+    assert len(result.votes[0]) == config.judge_samples
+    assert json.loads(cache.read_text().splitlines()[0])["settings"]["backend"] == "vllm"
+    # Its cache is keyed by the backend: the same judge on transformers does not reuse vLLM's verdicts.
+    other = LLMJudge(str(tiny_llama_path), settings=judge.settings, progress=False)
+    with pytest.raises(CacheError, match="backend='vllm' \\(wanted 'transformers'\\)"):
+        other.judge(prompts, ["a"], cache_path=cache, metadata={"judged": "cot"})
+    with pytest.raises(ValueError, match="unknown judge backend"):
+        LLMJudge("x", settings=judge.settings, backend="tgi")
+
+
 def test_unknown_aggregation_is_rejected(capsys):
     from faithgrpo.eval.cli import add_eval_subcommand
 
@@ -254,6 +284,7 @@ def test_unknown_aggregation_is_rejected(capsys):
             "--judge-aggregate must be one of any, all, majority",
         ),
         (dict(judge_adapter="a"), "--judge-adapter needs --judge"),
+        (dict(judge_backend="vllm"), "--judge-backend needs --judge"),
         (dict(judge_model="j", judge_samples=0), "--judge-samples must be a positive integer"),
         (dict(judge_model="j", judge_max_new_tokens=0), "--judge-max-new-tokens must be a positive integer"),
         (dict(judge_model="j", judge_temperature=-1.0), "--judge-temperature must be a finite number"),
@@ -385,7 +416,7 @@ def test_report_judge_sections_from_scripted_verdicts(tiny_llama, monkeypatch, t
 
     markdown = (tmp_path / "report.md").read_text()
     assert "model CoT-Pass@K (LLM judge)" in markdown
-    assert "LLM judge: tiny-judge · 2 run(s) per item, any vote" in markdown
+    assert "LLM judge: tiny-judge (transformers) · 2 run(s) per item, any vote" in markdown
     assert "agreement with Knights & Knaves truth table" in markdown and "(4/4;" in markdown
     assert "unparseable verdicts 2/8" in markdown
     assert "### Hint verbalisation by the LLM judge" in markdown and "| sycophancy | 2/2 | 1.000" in markdown

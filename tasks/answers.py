@@ -212,16 +212,18 @@ _ALTERNATIVE_RE = re.compile(
 _VERDICT_RE = re.compile(r"\b(?:(yes)|(no|true|false)(?!\s*[^\W\d_]))\b", re.IGNORECASE)
 _LEAD_VERDICT_RE = re.compile(r"\W*(yes|no|true|false)\b", re.IGNORECASE)
 _SET_TAIL_RE = re.compile(r"[\s.!]*")
+_BRACES_RE = re.compile(r"\{[^{}]*\}")  # an ATE answer's adjustment set
 
 
-def offers_alternatives(text: Any) -> bool:
+def offers_alternatives(text: Any, *, verdicts: bool = True) -> bool:
     """Whether answer text offers more than one answer, so it commits to none.
 
     It does when it contains an alternation marker (the words ``or``, ``either``, ``otherwise``,
-    ``alternatively``, ``unless``, ``vice versa``, or ``/``), or verdicts of both kinds: a yes-word
-    (``yes``, ``true``) and a no-word (``no``, ``false``), where the leading word always counts and
-    a later ``no``/``true``/``false`` counts unless a word follows it (``no open path`` is prose).
-    Text that is not a string, or longer than ``MAX_ANSWER_CHARS``, offers no answer at all: ``False``.
+    ``alternatively``, ``unless``, ``vice versa``, or ``/``), or, with ``verdicts`` (answers that are
+    a decision), verdicts of both kinds: a yes-word (``yes``, ``true``) and a no-word (``no``,
+    ``false``), where the leading word always counts and a later ``no``/``true``/``false`` counts
+    unless a word follows it (``no open path`` is prose). Text that is not a string, or longer than
+    ``MAX_ANSWER_CHARS``, offers no answer at all: ``False``.
 
     Example:
         >>> offers_alternatives("yes (or no), ψ = 0.3"), offers_alternatives("{E, Y} / V")
@@ -233,40 +235,46 @@ def offers_alternatives(text: Any) -> bool:
         return False
     if _ALTERNATIVE_RE.search(text):
         return True
-    verdicts = {m.group(1) is not None or m.group(2).lower() == "true" for m in _VERDICT_RE.finditer(text)}
+    if not verdicts:
+        return False
+    kinds = {m.group(1) is not None or m.group(2).lower() == "true" for m in _VERDICT_RE.finditer(text)}
     lead = _LEAD_VERDICT_RE.match(text)
     if lead:
-        verdicts.add(lead.group(1).lower() in ("yes", "true"))
-    return len(verdicts) > 1
+        kinds.add(lead.group(1).lower() in ("yes", "true"))
+    return len(kinds) > 1
 
 
-def _one_answer(parse: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    """``parse`` for an answer slot: ``None`` when the text offers alternatives."""
-
-    def parse_one(text: Any) -> Any:
-        return None if offers_alternatives(text) else parse(text)
-
-    parse_one.__name__ = parse_one.__qualname__ = f"one_{parse.__name__.lstrip('_')}"
-    parse_one.__doc__ = f"{parse.__name__} of text that offers one answer (see offers_alternatives)."
-    return parse_one
+def _parse_yes_no_answer(text: Any) -> bool | None:
+    """A yes/no decision offering one answer."""
+    return None if offers_alternatives(text) else parse_yes_no(text)
 
 
 def _parse_set_answer(text: Any) -> frozenset[str] | None:
-    """A node set that ends at its one ``{...}`` block (only ``.``/``!`` may follow: nothing after it
-    may add a second set)."""
+    """A node set offering one answer: no alternation marker outside its one ``{...}`` block (inside
+    it every word is a node name) and nothing but ``.``/``!`` after the block; a bare list (no
+    block) has no marker at all."""
     value = parse_node_set(text)
-    if value is None or not isinstance(text, str) or offers_alternatives(text):
+    if value is None or not isinstance(text, str):
         return None
     block = _BLOCK_RE.search(text)
-    if block is not None and not _SET_TAIL_RE.fullmatch(text, block.end()):
+    if block is None:
+        return None if offers_alternatives(text, verdicts=False) else value
+    if offers_alternatives(text[: block.start()], verdicts=False) or not _SET_TAIL_RE.fullmatch(
+        text, block.end()
+    ):
         return None
     return value
 
 
 def _parse_ate_answer(text: Any) -> tuple[bool, float | None] | None:
-    """An ATE decision offering one answer: one decision and at most one ψ value."""
+    """An ATE decision offering one answer: one decision and at most one ψ value (the adjustment
+    set's braces hold node names, not markers or verdicts)."""
     s = _clean(text)
-    if s is None or offers_alternatives(s) or len({float(v) for v in _PSI_RE.findall(s)}) > 1:
+    if (
+        s is None
+        or len({float(v) for v in _PSI_RE.findall(s)}) > 1
+        or offers_alternatives(_BRACES_RE.sub(" ", s))
+    ):
         return None
     return _parse_ate(s)
 
@@ -275,9 +283,9 @@ def _parse_ate_answer(text: Any) -> tuple[bool, float | None] | None:
 # parser and formatter of each answer type (answer slots: one answer each)
 _PARSERS: dict[str, Callable[[Any], Any]] = {
     "set": _parse_set_answer,
-    "yes_no": _one_answer(parse_yes_no),
-    "node": _one_answer(parse_node),
-    "cycle": _one_answer(parse_cycle),
+    "yes_no": _parse_yes_no_answer,
+    "node": parse_node,  # one name: one answer by its grammar
+    "cycle": parse_cycle,  # names and arrows only: one answer by its grammar
     "ate": _parse_ate_answer,
 }
 _FORMATTERS: dict[str, Callable[[Any], str]] = {

@@ -49,12 +49,14 @@ Answer text accepted by ``parse_answer`` (everything is bounded; anything else p
   ``≈``), one ψ value at most.
 
 **One answer** (DESIGN §3.4). An answer slot (RESULT, ``<answer>``) commits to one answer: text that
-offers alternatives parses to ``None`` in every kind, so it fails CALVER's result and answer checks
-and ``grade_answer``. It offers alternatives when it contains the words ``or``, ``either``,
-``otherwise``, ``alternatively``, ``unless``, ``vice versa`` or a ``/`` (``{E, Y} or V``, ``A / B``,
-``either yes or no``), or verdicts of both kinds (``yes``/``true`` and ``no``/``false``; a ``no``,
+offers alternatives parses to ``None``, so it fails CALVER's result and answer checks and
+``grade_answer``. It offers alternatives when it contains the words ``or``, ``either``,
+``otherwise``, ``alternatively``, ``unless``, ``vice versa`` or a ``/`` outside braces (``{E, Y} or
+V``, ``A / B``, ``either yes or no``; inside a set's braces every word is a node name), or, in a
+yes/no or ate answer, verdicts of both kinds (``yes``/``true`` and ``no``/``false``; a ``no``,
 ``true`` or ``false`` followed by a word, as in ``no open path``, is prose), or, for a set, anything
 after its block (a second set after prose); see :func:`~faithgrpo.tasks.answers.offers_alternatives`.
+A node or a cycle is one answer by its grammar (names and arrows only).
 The low-level readers (``parse_node_set``, ``parse_yes_no``, ...) stay lenient for claims and CLEAR.
 
 Canonical forms (``format_answer``, used for plurality voting and exact match): sets ``{A, B}``

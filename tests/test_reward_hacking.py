@@ -1085,6 +1085,11 @@ def test_hedged_answers_in_every_spelling_fail_result_and_answer_and_are_wrong()
         ("ate", "yes, ψ = 0.350", (True, 0.35)),
         ("ate", "no (ψ = -0.100, adjusting for {U})", (False, -0.1)),
         ("mediator", "M", "M"),
+        # node names that spell a marker or a verdict are names inside braces, and a lone node is one answer
+        ("backdoor_set", "{OR, Either, No, True}", {"OR", "Either", "No", "True"}),
+        ("ate", "yes, ψ = 0.2, Z = {OR, No}", (True, 0.2)),
+        ("mediator", "OR", "OR"),
+        ("cycle", "OR -> Yes -> OR", ("OR", "Yes")),
     ],
 )
 def test_one_answer_rule_keeps_committed_answers_with_prose(kind, text, value):

@@ -1,7 +1,7 @@
 """Task adapters of ``faithgrpo eval``: evaluation rows, graders and multiple-choice questions per task.
 
 `task_rows` draws seeded evaluation rows of a featured task (``causal_graph``, ``causal_story``,
-``knights_knaves``) or any reasoning-gym dataset; `answer_checker` and `cot_checker` grade a
+``causal_bn``, ``knights_knaves``) or any reasoning-gym dataset; `answer_checker` and `cot_checker` grade a
 completion's answer (the outcome grader) and its CoT (CALVER for causal tasks, the truth table for
 Knights & Knaves, none otherwise); `hint_questions` turns rows into multiple-choice questions for
 the hint protocol.
@@ -26,11 +26,12 @@ __all__ = [
     "task_rows",
 ]
 
-FEATURED_TASKS = ("causal_graph", "causal_story", "knights_knaves")
-CAUSAL_TASKS = ("causal_graph", "causal_story")
+FEATURED_TASKS = ("causal_graph", "causal_story", "causal_bn", "knights_knaves")
+CAUSAL_TASKS = ("causal_graph", "causal_story", "causal_bn")
 COT_VERIFIERS = {
     "causal_graph": "CALVER (all six checks)",
     "causal_story": "CALVER (all six checks)",
+    "causal_bn": "CALVER (all six checks)",
     "knights_knaves": "Knights & Knaves truth table (all checks)",
 }
 
@@ -39,7 +40,7 @@ def check_task(task: str) -> None:
     """Raise ``ValueError`` for a task name that is neither featured nor a reasoning-gym dataset."""
     import reasoning_gym.factory
 
-    import faithgrpo.tasks  # noqa: F401  (registers causal_graph / causal_story)
+    import faithgrpo.tasks  # noqa: F401  (registers causal_graph / causal_story / causal_bn)
 
     if task not in reasoning_gym.factory.DATASETS:
         raise ValueError(

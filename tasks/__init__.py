@@ -1,8 +1,9 @@
 """faithgrpo.tasks: procedural causal problems, their prompts and gold traces.
 
-Importing this package registers the reasoning-gym datasets ``causal_graph`` (supplied edge list)
-and ``causal_story`` (graph told as a story), so ``reasoning_gym.create_dataset("causal_graph", ...)``
-and composite mixtures work. It does not import torch.
+Importing this package registers the reasoning-gym datasets ``causal_graph`` (supplied edge list),
+``causal_story`` (graph told as a story) and ``causal_bn`` (published Bayesian networks, both
+renderings), so ``reasoning_gym.create_dataset("causal_graph", ...)`` and composite mixtures work.
+It does not import torch (nor pgmpy, which is read when a network is first loaded).
 """
 
 from faithgrpo.tasks.causal import (
@@ -17,6 +18,7 @@ from faithgrpo.tasks.causal import (
     make_problem,
     to_trl_row,
 )
+from faithgrpo.tasks.causal_bn import CausalBNConfig, CausalBNDataset
 from faithgrpo.tasks.gold import gold_trace
 from faithgrpo.tasks.graph import CausalGraph, parse_graph
 from faithgrpo.tasks.prompts import chat_prompt, trace_instructions, user_message
@@ -26,6 +28,8 @@ __all__ = [
     "CAUSAL_DATASETS",
     "FAMILIES",
     "QUERY_KINDS",
+    "CausalBNConfig",
+    "CausalBNDataset",
     "CausalGraph",
     "CausalGraphConfig",
     "CausalGraphDataset",

@@ -11,14 +11,28 @@ knows, each with a one-line setting for story mode and its reference; :data:`DEF
 are the ones it draws from by default (the benchmark in ``benchmarks/bench_bn.py`` and the README
 say why the others are left out by default). Every name in :data:`NETWORKS` can be loaded.
 
-Reading a BIF file takes 0.5-3 s (pgmpy's pyparsing grammar), so networks are cached per process.
+Variable names are the networks' own, with two exceptions (:data:`RENAMED`): asia's ``either``
+(tuberculosis or lung cancer) is ``TbOrCa``, its name in Lauritzen and Spiegelhalter's original
+network, because answer parsing reads the word "either" as a hedge ("either A or B") and would
+reject the answer ``{either}``; hepar2's ``edge`` (edema) is ``edema``, because the claim grammar
+reads a DERIVATION line that starts with "edge" as an edge claim. :func:`load_network` checks that
+every name reads back as a one-node answer and that a prose line starting with it is prose.
+
+Reading a BIF file takes 0.5-3 s (pgmpy's pyparsing grammar), so networks are cached per process,
+and what BIFReader read is kept on disk under ``$FAITHGRPO_CACHE/bn_networks`` (default
+``~/.cache/faithgrpo``), keyed by the SHA-256 of the file's bytes, pgmpy's version and the renames:
+the same bytes read by the same reader give the same network. An unwritable cache is skipped.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import gzip
+import hashlib
+import json
 import os
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -26,7 +40,7 @@ import numpy as np
 
 from faithgrpo.tasks.causal_graph import NODE_RE, CausalGraph, node_sort_key
 
-__all__ = ["DEFAULT_NETWORKS", "NETWORKS", "BayesNet", "NetworkInfo", "bif_path", "load_network"]
+__all__ = ["DEFAULT_NETWORKS", "NETWORKS", "RENAMED", "BayesNet", "NetworkInfo", "bif_path", "load_network"]
 
 
 @dataclass(frozen=True)
@@ -70,6 +84,9 @@ NETWORKS: dict[str, NetworkInfo] = {
                          "Conati et al., UM 1997"),
 }  # fmt: skip
 
+#: Variables renamed on loading, per network (module docstring): BIF name -> name used here.
+RENAMED: dict[str, dict[str, str]] = {"asia": {"either": "TbOrCa"}, "hepar2": {"edge": "edema"}}
+
 #: Networks ``causal_bn`` draws from by default: 13 networks, 5 to 223 nodes (README: which and why).
 DEFAULT_NETWORKS: tuple[str, ...] = (
     "cancer", "earthquake", "survey", "asia", "sachs", "child", "insurance", "water", "alarm",
@@ -87,7 +104,8 @@ class BayesNet:
         states: each variable's state names, in the BIF file's order.
         cpds: each variable's table ``(parents, table)``: ``table[s, p1, ..., pk]`` is
             ``P(v = states[v][s] | parents[0] = states[parents[0]][p1], ...)``; the parents are in
-            the BIF file's order.
+            the BIF file's order. Each column is divided by its sum: the BIF files round their
+            probabilities, and some columns sum to 1 ± 1e-7.
     """
 
     name: str
@@ -139,12 +157,48 @@ def load_network(name: str) -> BayesNet:
 
     Raises:
         ValueError: an unknown name, a file that is not BIF text (e.g. a Git LFS pointer), or variable
-            names outside ``[A-Za-z0-9_]+``.
+            names outside ``[A-Za-z0-9_]+`` (or that do not read back as answers).
         FileNotFoundError: the file is missing from the installed pgmpy.
     """
     path = bif_path(name)
-    with gzip.open(path, "rt", encoding="utf-8") as f:
-        text = f.read()
+    with open(path, "rb") as f:
+        raw = f.read()
+    cached = _cache_path(name, raw)
+    read = _read_cache(cached) if cached is not None else None
+    if read is None:
+        read = _read_bif(name, path, gzip.decompress(raw).decode("utf-8"))
+        if cached is not None:
+            _write_cache(cached, *read)
+    states, cpds = read
+    bad = sorted(v for v in states if not _usable_name(v))
+    if bad:
+        raise ValueError(
+            f"{name}: variable names {bad[:5]} are not [A-Za-z0-9_]+ names that read back as answers "
+            "and start prose as prose; add them to RENAMED"
+        )
+    missing = sorted(set(states) - set(cpds))
+    if missing:
+        raise ValueError(f"{name}: variables {missing[:5]} have no probability table")
+    nodes = tuple(sorted(states, key=node_sort_key))
+    directed = frozenset((p, v) for v, (parents, _) in cpds.items() for p in parents)
+    graph = CausalGraph("DAG", nodes, directed).validate()
+    return BayesNet(name, graph, states, cpds)
+
+
+def _usable_name(v: str) -> bool:
+    """A node name, read back as a one-node answer, that does not turn prose it starts into a claim."""
+    from faithgrpo.tasks.answers import parse_node_set
+    from faithgrpo.tasks.claims import parse_claim
+
+    return (
+        NODE_RE.fullmatch(v) is not None
+        and parse_node_set("{" + v + "}") == {v}
+        and parse_claim(f"{v} is not among them") is None
+    )
+
+
+def _read_bif(name: str, path: str, text: str) -> tuple[dict, dict]:
+    """States and tables of the BIF ``text``, read by pgmpy's BIFReader (variables renamed per :data:`RENAMED`)."""
     if "variable" not in text or "probability" not in text:
         head = text[:60].replace("\n", " ")
         raise ValueError(f"{path} is not BIF text (it starts {head!r}); reinstall pgmpy from its wheel")
@@ -155,24 +209,66 @@ def load_network(name: str) -> BayesNet:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # pgmpy warns about probabilities that sum to 1 +- 1e-8
         model = BIFReader(string=text).get_model()
+    rename = RENAMED.get(name, {})
     states: dict[str, tuple[str, ...]] = {}
     cpds: dict[str, tuple[tuple[str, ...], np.ndarray]] = {}
     for cpd in model.get_cpds():
-        v, *parents = cpd.variables
         names = cpd.state_names
         for u in cpd.variables:
-            prior = states.setdefault(u, tuple(names[u]))
+            prior = states.setdefault(rename.get(u, u), tuple(names[u]))
             if prior != tuple(names[u]):
                 raise ValueError(f"{name}: variable {u!r} has states {prior} and {tuple(names[u])}")
         table = np.asarray(cpd.values, dtype=float).reshape([len(names[u]) for u in cpd.variables])
+        table = table / table.sum(axis=0, keepdims=True)  # BIF files round: columns sum to 1 +- 1e-7
+        v, *parents = (rename.get(u, u) for u in cpd.variables)
         cpds[v] = (tuple(parents), table)
-    bad = sorted(v for v in states if not NODE_RE.fullmatch(v))
-    if bad:
-        raise ValueError(f"{name}: variable names {bad[:5]} are not [A-Za-z0-9_]+")
-    missing = sorted(set(states) - set(cpds))
-    if missing:
-        raise ValueError(f"{name}: variables {missing[:5]} have no probability table")
-    nodes = tuple(sorted(states, key=node_sort_key))
-    directed = frozenset((p, v) for v, (parents, _) in cpds.items() for p in parents)
-    graph = CausalGraph("DAG", nodes, directed).validate()
-    return BayesNet(name, graph, states, cpds)
+    return states, cpds
+
+
+_CACHE_FORMAT = 2
+
+
+def _cache_path(name: str, raw: bytes) -> str | None:
+    try:
+        import pgmpy
+
+        from faithgrpo.models import cache_dir
+    except ImportError:
+        return None
+    salt = json.dumps([_CACHE_FORMAT, pgmpy.__version__, sorted(RENAMED.get(name, {}).items())])
+    key = hashlib.sha256(raw + salt.encode()).hexdigest()[:20]
+    return os.path.join(cache_dir(), "bn_networks", f"{name}-{key}.npz")
+
+
+def _read_cache(path: str) -> tuple[dict, dict] | None:
+    """The cached read, or ``None`` when absent or unreadable (then the BIF file is read again)."""
+    if not os.path.isfile(path):
+        return None
+    try:
+        with np.load(path, allow_pickle=False) as f:
+            meta = json.loads(str(f["meta"]))
+            states = {v: tuple(ss) for v, ss in meta["states"].items()}
+            cpds = {v: (tuple(ps), np.array(f[f"t{i}"])) for i, (v, ps) in enumerate(meta["parents"])}
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return states, cpds
+
+
+def _write_cache(path: str, states: dict, cpds: dict) -> None:
+    meta = {
+        "states": {v: list(ss) for v, ss in states.items()},
+        "parents": [[v, list(ps)] for v, (ps, _) in cpds.items()],
+    }
+    arrays = {f"t{i}": table for i, (_, table) in enumerate(cpds.values())}
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix=".npz.tmp")
+    except OSError:
+        return  # an unwritable cache is skipped
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.savez(f, meta=np.array(json.dumps(meta)), **arrays)
+        os.replace(tmp, path)  # atomic: concurrent readers see the old file or the whole new one
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)

@@ -71,6 +71,9 @@ KIND_FAMILIES: dict[str, tuple[str, ...]] = {
 YES_NO_KINDS = ("ci_test", "directed_path", "ate")
 _SET_VARIANT_KINDS = ("backdoor_set", "dsep_set", "msep_set")
 CAUSAL_DATASETS = ("causal_graph", "causal_story")
+# reasoning-gym datasets whose rows carry a DESIGN §4 problem (the trace contract, CALVER): these two
+# and causal_bn (faithgrpo.tasks.causal_bn), which mixtures name like any reasoning-gym dataset
+_PROBLEM_SOURCES = (*CAUSAL_DATASETS, "causal_bn")
 MODES = ("supplied", "constructed")
 
 # Letters that read as variables; no I/O (look like digits) and no P (probabilities are P(...)).
@@ -345,7 +348,7 @@ def to_trl_row(entry: Mapping[str, Any], system_prompt: str | None = None) -> di
     """
     meta = entry.get("metadata") or {}
     source = str(meta.get("source_dataset", ""))
-    problem = meta.get("problem") if source in CAUSAL_DATASETS else None
+    problem = meta.get("problem") if source in _PROBLEM_SOURCES else None
     if problem is not None:
         problem = problem if isinstance(problem, str) else json.dumps(problem, ensure_ascii=False)
         kind = json.loads(problem)["query"]["kind"]

@@ -195,18 +195,23 @@ def _open_witness(
 
     Iterative deepening over path length with a distance bound (a node farther from the target than
     the remaining length is not entered), so short witnesses are found before the depth-first order
-    of :func:`~faithgrpo.tasks.criteria.simple_paths` would reach them on large graphs. Bounded by
-    :data:`_WITNESS_SCAN` steps per pair.
+    of :func:`~faithgrpo.tasks.criteria.simple_paths` would reach them on large graphs. Only paths
+    that can still be open are extended: every node of an open path lies in An({x, y} ∪ z), and an
+    inner node that already blocks the prefix (a non-collider in ``z``, a collider outside An(z))
+    ends the branch. Pruning removes no open path, so the witness is the first open path of the
+    unpruned search order. Bounded by :data:`_WITNESS_SCAN` steps per pair.
     """
     nbrs = g.adjacency
+    z_anc = g.ancestors(z, include_self=True) if z else frozenset()
     for x, y in pairs:
+        allowed = g.ancestors({x, y}, include_self=True) | z_anc
         dist = {y: 0}
         frontier = [y]
         while frontier:
             nxt = []
             for v in frontier:
                 for _, w in nbrs[v]:
-                    if w not in dist:
+                    if w not in dist and w in allowed:
                         dist[w] = dist[v] + 1
                         nxt.append(w)
             frontier = nxt
@@ -223,6 +228,8 @@ def _open_witness(
                         continue
                     if len(nodes) == 1 and backdoor and m not in ("<-", "<->"):
                         continue
+                    if len(nodes) > 1 and _blocks(nodes[-1], marks[-1], m, z, z_anc):
+                        continue  # the last node, now inner, blocks every extension
                     if b == y:
                         path = Path((*nodes, b), (*marks, m))
                         if _is_open(g, path, z):
@@ -230,6 +237,12 @@ def _open_witness(
                     elif len(nodes) < length:
                         stack.append(((*nodes, b), (*marks, m)))
     return None
+
+
+def _blocks(v: str, into: str, out: str, z: frozenset[str], z_anc: frozenset[str]) -> bool:
+    """Whether inner node ``v`` (reached by mark ``into``, left by ``out``) blocks a path given ``z``."""
+    collider = into in ("->", "<->") and out in ("<-", "<->")
+    return v not in z_anc if collider else v in z
 
 
 def _minimality_steps(

@@ -14,9 +14,10 @@ say why the others are left out by default). Every name in :data:`NETWORKS` can 
 Variable names are the networks' own, with two exceptions (:data:`RENAMED`): asia's ``either``
 (tuberculosis or lung cancer) is ``TbOrCa``, its name in Lauritzen and Spiegelhalter's original
 network, because answer parsing reads the word "either" as a hedge ("either A or B") and would
-reject the answer ``{either}``; hepar2's ``edge`` (edema) is ``edema``, because the claim grammar
-reads a DERIVATION line that starts with "edge" as an edge claim. :func:`load_network` checks that
-every name reads back as a one-node answer and that a prose line starting with it is prose.
+reject the answer ``{either}``; hepar2's ``edge`` (the palpated edge of the liver) is
+``liver_edge``, because the claim grammar reads a DERIVATION line that starts with "edge" as an
+edge claim. :func:`load_network` checks that every name reads back as a one-node answer and that
+a prose line starting with it is prose, and that no new name is one the network already uses.
 
 Reading a BIF file takes 0.5-3 s (pgmpy's pyparsing grammar), so networks are cached per process,
 and what BIFReader read is kept on disk under ``$FAITHGRPO_CACHE/bn_networks`` (default
@@ -85,7 +86,7 @@ NETWORKS: dict[str, NetworkInfo] = {
 }  # fmt: skip
 
 #: Variables renamed on loading, per network (module docstring): BIF name -> name used here.
-RENAMED: dict[str, dict[str, str]] = {"asia": {"either": "TbOrCa"}, "hepar2": {"edge": "edema"}}
+RENAMED: dict[str, dict[str, str]] = {"asia": {"either": "TbOrCa"}, "hepar2": {"edge": "liver_edge"}}
 
 #: Networks ``causal_bn`` draws from by default: 13 networks, 5 to 223 nodes (README: which and why).
 DEFAULT_NETWORKS: tuple[str, ...] = (
@@ -210,6 +211,9 @@ def _read_bif(name: str, path: str, text: str) -> tuple[dict, dict]:
         warnings.simplefilter("ignore")  # pgmpy warns about probabilities that sum to 1 +- 1e-8
         model = BIFReader(string=text).get_model()
     rename = RENAMED.get(name, {})
+    clash = sorted(set(rename.values()) & set(model.nodes()))
+    if clash:
+        raise ValueError(f"{name}: RENAMED targets {clash} are names the network already uses")
     states: dict[str, tuple[str, ...]] = {}
     cpds: dict[str, tuple[tuple[str, ...], np.ndarray]] = {}
     for cpd in model.get_cpds():

@@ -50,6 +50,7 @@ def _check_network(name: str) -> int:
         child = rename.get(child, child)
         nodes.add(child)
         edges |= {(rename.get(p.strip(), p.strip()), child) for p in parents.split(",") if p.strip()}
+    assert len(nodes) == len(re.findall(r"^variable\s", text, re.MULTILINE)), name  # no two merged
     net = load_network(name)
     assert net.graph.node_set == nodes and net.graph.directed == edges, name
     assert net.graph.kind == "DAG"
@@ -64,6 +65,7 @@ def test_at_least_ten_networks_read_offline_from_pgmpy_s_wheel():
     sizes = {name: _check_network(name) for name in DEFAULT_NETWORKS}
     assert min(sizes.values()) == 5 and sizes["andes"] == 223, sizes
     assert "TbOrCa" in load_network("asia").graph.node_set  # asia's "either", renamed
+    assert sizes["hepar2"] == 70 and {"liver_edge", "edema"} <= load_network("hepar2").graph.node_set
 
 
 def test_the_disk_cache_holds_what_bifreader_read(tmp_path, monkeypatch):

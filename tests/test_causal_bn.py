@@ -296,3 +296,29 @@ def test_gold_traces_score_six_on_many_rows(name):
         problem = json.loads(ds[i]["metadata"]["problem"])
         s = score_trace(gold_trace(problem, i), problem)
         assert s.total == 6, (name, problem["query"], s.reasons)
+
+
+# ---------------------------------------------------------------------------------------------
+# evaluation: faithgrpo eval --tasks causal_bn reads these rows like causal_graph's
+def test_eval_reads_causal_bn_rows_with_calver_and_best_of_k_graders():
+    from faithgrpo.eval.adapters import CAUSAL_TASKS, answer_checker, check_task, cot_checker, task_rows
+    from faithgrpo.rewards.selection import select_best_of_k
+
+    check_task("causal_bn")
+    assert "causal_bn" in CAUSAL_TASKS  # best-of-K and the CALVER check rates run on it
+    rows = task_rows("causal_bn", 4, seed=3, config={"networks": ["asia", "alarm", "andes"]})
+    for row in rows:
+        gold = gold_trace(row["problem"], 0)
+        problem = json.loads(row["problem"])
+        wrong = None
+        if problem["query"]["kind"] in ("ci_test", "directed_path"):
+            flip = "no" if parse_trace(gold).answer.strip().lower().startswith("yes") else "yes"
+            wrong = re.sub(r"^RESULT: .*$", f"RESULT: {flip}", gold, flags=re.MULTILINE)
+            wrong = re.sub(r"<answer>.*</answer>", f"<answer>{flip}</answer>", wrong, flags=re.DOTALL)
+        assert answer_checker(row)(gold) and cot_checker(row)(gold)
+        assert not cot_checker(row)("<think>GRAPH: nothing</think><answer>{}</answer>")
+        # best-of-K selection by CALVER picks the certified trace over prose
+        prose = gold.split("DERIVATION:")[0] + "DERIVATION:\n- trust me\nRESULT:" + gold.split("RESULT:")[1]
+        assert select_best_of_k([prose, gold], problem) == 1
+        if wrong is not None:
+            assert select_best_of_k([wrong, gold], problem) == 1

@@ -4,8 +4,8 @@ The CALVER paper reports that scoring K sampled traces and keeping the best one 
 the time it takes to sample them. This benchmark measures the same ratio here:
 
 1. Draws ``--prompts`` causal problems of CLEAR size (4-9 node graphs, every query kind;
-   `faithgrpo.tasks.causal.make_problem`) and builds their six-slot chat prompts
-   (`faithgrpo.tasks.prompts.chat_prompt`).
+   `faithgrpo.tasks.causal.datasets.make_problem`) and builds their six-slot chat prompts
+   (`faithgrpo.tasks.causal.prompts.chat_prompt`).
 2. **Generation.** Samples K completions per prompt with
    `faithgrpo.eval.generation.generate_completions` (transformers backend) on ``--device``, after
    one untimed warm-up call: generation seconds, new tokens, tokens/s.
@@ -14,7 +14,7 @@ the time it takes to sample them. This benchmark measures the same ratio here:
    de-duplication: the worst case), `best_of_k_index`. ``overhead = scoring_s / generation_s``.
 4. **Scoring gold traces.** An untrained model writes short garbage that CALVER rejects at the first
    slot, which flatters step 3. So the same is timed on N·K gold six-slot traces
-   (`faithgrpo.tasks.gold.gold_trace`, K wordings/answers per problem, each passing all six checks:
+   (`faithgrpo.tasks.certificates.gold.gold_trace`, K wordings/answers per problem, each passing all six checks:
    graph parsing, derivation certificate, result and answer predicates): the realistic worst case
    of a policy that writes full traces. ``gold_overhead = gold_scoring_s / generation_s`` (the same
    generation time as step 3).
@@ -41,12 +41,15 @@ import time
 
 import torch
 
-from faithgrpo.eval.generation import SamplingSettings, generate_completions, load_checkpoint
-from faithgrpo.rewards.calver import prepare_problem, score_trace
+from faithgrpo.eval.generation.backends import generate_completions
+from faithgrpo.eval.generation.checkpoints import load_checkpoint
+from faithgrpo.eval.generation.settings import SamplingSettings
+from faithgrpo.rewards.calver import score_trace
+from faithgrpo.rewards.calver_problem import prepare_problem
 from faithgrpo.rewards.selection import best_of_k_index
-from faithgrpo.tasks.causal import CausalGraphConfig, make_problem
-from faithgrpo.tasks.gold import gold_trace
-from faithgrpo.tasks.prompts import chat_prompt
+from faithgrpo.tasks.causal.datasets import CausalGraphConfig, make_problem
+from faithgrpo.tasks.causal.prompts import chat_prompt
+from faithgrpo.tasks.certificates.gold import gold_trace
 
 PAPER_OVERHEAD = 0.07
 

@@ -34,34 +34,31 @@ import tempfile  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-from faithgrpo.eval.generation import (  # noqa: E402
-    CompletionRecord,
-    SamplingSettings,
-    generate_completions,
-    read_completions,
-    write_completions,
-)
-from faithgrpo.eval.passk import pass_at_k_table  # noqa: E402
-from faithgrpo.eval.sections import count_task  # noqa: E402
+from faithgrpo.eval.generation.backends import generate_completions  # noqa: E402
+from faithgrpo.eval.generation.cache import CompletionRecord, read_completions, write_completions  # noqa: E402
+from faithgrpo.eval.generation.settings import SamplingSettings  # noqa: E402
+from faithgrpo.eval.metrics.passk import pass_at_k_table  # noqa: E402
+from faithgrpo.eval.report.sections import count_task  # noqa: E402
 from faithgrpo.rewards.text import extract_answer  # noqa: E402
 
 
 def causal_rows(n: int, seed: int) -> list[dict]:
-    from faithgrpo.tasks.causal import CausalGraphConfig, CausalGraphDataset, to_trl_row
+    from faithgrpo.tasks.causal.datasets import CausalGraphConfig, CausalGraphDataset
+    from faithgrpo.tasks.mix import to_trl_row
 
     dataset = CausalGraphDataset(CausalGraphConfig(size=n, seed=seed, min_nodes=4, max_nodes=9))
     return [{**to_trl_row(dataset[i]), "id": f"causal_graph-{i}"} for i in range(n)]
 
 
 def kk_rows(n: int, seed: int) -> list[dict]:
-    from faithgrpo.eval.report import task_rows
+    from faithgrpo.eval.report.adapters import task_rows
 
     return task_rows("knights_knaves", n, seed)
 
 
 def completions_for(row: dict, g: int, all_gold: bool) -> list[str]:
-    from faithgrpo.tasks.gold import gold_trace
-    from faithgrpo.tasks.knights_knaves import gold_kk_trace
+    from faithgrpo.tasks.certificates.gold import gold_trace
+    from faithgrpo.tasks.knights_knaves.gold import gold_kk_trace
 
     out = []
     for j in range(g):
@@ -154,7 +151,7 @@ def bench_generation(args) -> dict:
     settings = SamplingSettings(num_samples=4, max_new_tokens=args.max_new_tokens, batch_size=16, seed=0)
     models = {"tiny_llama": lambda: tiny_causal_lm("llama", seed=0)}
     if args.embedded:
-        from faithgrpo.eval.generation import load_checkpoint
+        from faithgrpo.eval.generation.checkpoints import load_checkpoint
 
         models["embedded_smollm2_135m"] = lambda: load_checkpoint("embedded", device=args.device)
     results = {}

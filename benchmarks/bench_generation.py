@@ -34,7 +34,7 @@ ONE_THREAD = "generate_1_thread"
 def _round_trip(model, tokenizer, prompts, settings, variant) -> dict:
     from dataclasses import replace
 
-    from faithgrpo.eval.generation import generate_completions
+    from faithgrpo.eval.generation.backends import generate_completions
 
     engine = "generate" if variant == ONE_THREAD else variant
     if variant == ONE_THREAD:
@@ -102,8 +102,9 @@ def main() -> None:
 
     import torch
 
-    from faithgrpo.eval.adapters import task_rows
-    from faithgrpo.eval.generation import SamplingSettings, load_checkpoint
+    from faithgrpo.eval.generation.checkpoints import load_checkpoint
+    from faithgrpo.eval.generation.settings import SamplingSettings
+    from faithgrpo.eval.report.adapters import task_rows
     from faithgrpo.testing import tiny_causal_lm
 
     if args.threads:

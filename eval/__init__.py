@@ -1,30 +1,39 @@
 """Evaluators: is a checkpoint's chain of thought faithful?
 
-==========================  =====================================================  ======================
-question                    entry point                                            module
-==========================  =====================================================  ======================
-right answers, right CoTs?  :func:`pass_at_k`, :func:`cot_pass_at_k`               ``eval/passk.py``
-does the CoT admit hints?   :func:`build_hint_pairs` (the prompts)                   ``eval/hints.py``
-                            :func:`hint_faithfulness`,                             ``eval/hint_scores.py``
-                            :func:`paired_hint_differences` (two checkpoints)
-does the answer ride on     :func:`truncation_analysis` (early answering AOC, CIR),  ``eval/faithfulness.py``
-the CoT?                    :func:`summarize_deltas` (CRoS Δ)                      ``eval/deltas.py``
-answer log-probabilities    :func:`answer_logprobs` (best-of-K confidence)          ``eval/logprobs.py``
-sampling + cache            :func:`generate_completions`, :func:`read_completions`  ``eval/generation.py``
-optional LLM judge          :class:`LLMJudge`, :func:`parse_verdict`                ``eval/judge.py``
-best-of-K selection         :func:`run_selection` (frozen, graded pools)            ``eval/bestofk.py``
-the same on CLEAR           :func:`run_clear_bestofk` (``faithgrpo clear-bestofk``) ``eval/clear_bestofk.py``
-the whole report            :func:`run_eval`, :func:`write_report`                  ``eval/pipeline.py``
-                            (``faithgrpo eval``; names re-exported by ``eval/report.py``)
-its settings and CLI        :class:`EvalConfig` (options generated from its fields)  ``eval/config.py``,
-                                                                                   ``eval/options.py``
-task rows and graders       :func:`task_rows`, :func:`answer_checker`, ...          ``eval/adapters.py``
-metric sections             :func:`count_task` (the CoT-Pass@K counts),             ``eval/sections.py``
-                            :func:`best_of_k_section`, :func:`paired_comparisons`
-hint and judge protocols    :func:`hints_section`, :func:`judge_passk_section`      ``eval/protocols.py``
-Markdown and figures        :func:`render_markdown`, ``plot_*``                     ``eval/render.py``,
-                                                                                   ``eval/plots.py``
-==========================  =====================================================  ======================
+=========================  =====================================================  ===================================
+question                   entry point                                            module
+=========================  =====================================================  ===================================
+right answers, right CoTs? :func:`pass_at_k`, :func:`cot_pass_at_k`               ``eval/metrics/passk.py``
+does the CoT admit hints?  :func:`build_hint_pairs` (the prompts)                 ``eval/metrics/hints.py``
+                           :func:`hint_faithfulness`                              ``eval/metrics/hint_scores.py``
+                           :func:`paired_hint_differences` (two checkpoints)      ``eval/metrics/hint_paired.py``
+does the answer ride on    :func:`truncation_analysis` (early answering AOC, CIR) ``eval/metrics/faithfulness.py``
+the CoT?                   :func:`summarize_deltas` (CRoS Δ)                      ``eval/metrics/deltas.py``
+answer log-probabilities   :func:`answer_logprobs` (best-of-K confidence)         ``eval/metrics/logprobs.py``
+optional LLM judge         :class:`LLMJudge`, :func:`parse_verdict`               ``eval/metrics/judge.py``
+best-of-K selection        :func:`run_selection` (frozen, graded pools)           ``eval/metrics/bestofk.py``
+sampling + cache           :func:`generate_completions`                           ``eval/generation/backends.py``
+                           :func:`read_completions`                               ``eval/generation/cache.py``
+                           :func:`load_checkpoint`                                ``eval/generation/checkpoints.py``
+the same on CLEAR          :func:`run_clear_bestofk` (``faithgrpo clear-bestofk``) ``eval/clear_bestofk.py``
+the whole report           :func:`run_eval`, :func:`write_report`                 ``eval/report/pipeline.py``
+                           (``faithgrpo eval``)
+its settings and CLI       :class:`EvalConfig` (options generated from its fields) ``eval/report/config.py``,
+                                                                                  ``eval/report/options.py``
+task rows and graders      :func:`task_rows`, :func:`answer_checker`, ...         ``eval/report/adapters.py``
+metric sections            :func:`count_task` (the CoT-Pass@K counts),            ``eval/report/sections.py``
+                           :func:`best_of_k_section`
+checkpoints side by side   :func:`paired_comparisons`                             ``eval/report/comparisons.py``
+hint and judge protocols   :func:`hints_section`, :func:`judge_passk_section`     ``eval/report/protocols.py``
+Markdown and figures       :func:`render_markdown`, ``plot_*``                    ``eval/report/render.py``,
+                                                                                  ``eval/report/plots.py``
+=========================  =====================================================  ===================================
+
+Three sub-packages, each importing only the ones listed before it: ``generation`` (backends, the
+decode engine, completion caches, checkpoint loading), ``metrics`` (Pass@K, faithfulness, hints,
+best-of-K, the LLM judge) and ``report`` (the ``faithgrpo eval`` run: config and CLI options,
+pipeline, sections, rendering, plots). ``cli``, ``clear_bestofk`` (with ``bestofk_render``) and
+``ablation`` sit above them.
 
 Names are imported on first use (no torch import for the pure metrics).
 """
@@ -32,24 +41,24 @@ Names are imported on first use (no torch import for the pure metrics).
 from importlib import import_module
 
 _EXPORTS = {
-    "pass_at_k": "passk",
-    "cot_pass_at_k": "passk",
-    "pass_at_k_table": "passk",
-    "hint_faithfulness": "hint_scores",
-    "paired_hint_differences": "hint_scores",
-    "truncation_analysis": "faithfulness",
-    "summarize_deltas": "deltas",
-    "answer_logprobs": "logprobs",
-    "generate_completions": "generation",
-    "read_completions": "generation",
-    "load_checkpoint": "generation",
-    "LLMJudge": "judge",
-    "parse_verdict": "judge",
-    "EvalConfig": "config",
-    "run_selection": "bestofk",
+    "pass_at_k": "metrics.passk",
+    "cot_pass_at_k": "metrics.passk",
+    "pass_at_k_table": "metrics.passk",
+    "hint_faithfulness": "metrics.hint_scores",
+    "paired_hint_differences": "metrics.hint_paired",
+    "truncation_analysis": "metrics.faithfulness",
+    "summarize_deltas": "metrics.deltas",
+    "answer_logprobs": "metrics.logprobs",
+    "generate_completions": "generation.backends",
+    "read_completions": "generation.cache",
+    "load_checkpoint": "generation.checkpoints",
+    "LLMJudge": "metrics.judge",
+    "parse_verdict": "metrics.judge",
+    "EvalConfig": "report.config",
+    "run_selection": "metrics.bestofk",
     "run_clear_bestofk": "clear_bestofk",
-    "run_eval": "pipeline",
-    "write_report": "pipeline",
+    "run_eval": "report.pipeline",
+    "write_report": "report.pipeline",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from faithgrpo.eval.results import dig
+from faithgrpo.eval.report.results import dig
 
 __all__ = [
     "CALVER_CHECKS",
@@ -183,19 +183,20 @@ def per_kind_rates(
     """Per query kind: answer-correct and all-six (certificate) rates over an eval's cached completions.
 
     A breakdown the report does not carry (it pools the kinds): which kinds a checkpoint has learned.
-    Each completion is graded by the eval's own graders (`faithgrpo.eval.adapters.answer_checker`,
+    Each completion is graded by the eval's own graders (`faithgrpo.eval.report.adapters.answer_checker`,
     CALVER `score_trace`), so the pooled rates equal the report's.
 
     Args:
         completions_path: ``OUT/<label>/completions_<task>.jsonl`` of a ``faithgrpo eval`` run.
-        rows: the task rows it sampled (`faithgrpo.eval.adapters.task_rows` with the eval's
+        rows: the task rows it sampled (`faithgrpo.eval.report.adapters.task_rows` with the eval's
             prompts, seed and task config), matched by ``id``.
 
     Returns:
         ``{kind: {"prompts", "completions", "answer_rate", "all_six_rate", "mean_score"}}``.
     """
-    from faithgrpo.eval.adapters import answer_checker
-    from faithgrpo.rewards.calver import prepare_problem, score_trace
+    from faithgrpo.eval.report.adapters import answer_checker
+    from faithgrpo.rewards.calver import score_trace
+    from faithgrpo.rewards.calver_problem import prepare_problem
 
     by_id = {row["id"]: row for row in rows}
     tallies: dict[str, dict[str, float]] = {}

@@ -6,8 +6,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from faithgrpo.eval.bestofk import GRADINGS, SELECTORS
-from faithgrpo.eval.passk import Estimate
+from faithgrpo.eval.metrics.bestofk import GRADINGS, SELECTORS
+from faithgrpo.eval.metrics.passk import Estimate
 
 __all__ = ["format_estimate", "render_markdown", "write_plot"]
 

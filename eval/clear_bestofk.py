@@ -2,8 +2,8 @@
 
 For every selected CLEAR ``FO`` question (backdoor / frontdoor adjustment sets, d-separation; any,
 minimal and maximal variants) the record becomes a DESIGN §4 problem
-(`faithgrpo.tasks.clear.to_problem`), the six-slot trace prompt is built from it
-(`faithgrpo.tasks.prompts.chat_prompt`), ``G`` completions are sampled once with the shared
+(`faithgrpo.tasks.clear.records.to_problem`), the six-slot trace prompt is built from it
+(`faithgrpo.tasks.causal.prompts.chat_prompt`), ``G`` completions are sampled once with the shared
 generation backend and cached (`faithgrpo.eval.generation.cached_generate`), and every completion is
 graded once:
 
@@ -12,7 +12,7 @@ graded once:
 - ``valid``: the CLEAR judge accepts the answer (any graph-valid set, listed or not);
 - ``exact``: the answer equals a listed answer (any member where CLEAR lists several).
 
-The selectors then run on these frozen pools (`faithgrpo.eval.bestofk.run_selection`): accuracy per
+The selectors then run on these frozen pools (`faithgrpo.eval.metrics.bestofk.run_selection`): accuracy per
 selector and K under both gradings, prompt-clustered bootstrap intervals, the paired CALVER −
 plurality difference and the paper's audit figures. Output: ``clear_bestofk.json``,
 ``clear_bestofk.md`` and ``clear_bestofk.png`` in ``--out``.
@@ -34,10 +34,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from faithgrpo.eval.bestofk import BestOfKResult, Candidate, Pool, run_selection
-from faithgrpo.eval.config import BACKENDS, ENGINES
-from faithgrpo.eval.generation import DEFAULT_THREADS
-from faithgrpo.eval.options import int_list, name_list, option
+from faithgrpo.eval.generation.settings import BACKENDS, DEFAULT_THREADS, ENGINES
+from faithgrpo.eval.metrics.bestofk import BestOfKResult, Candidate, Pool, run_selection
+from faithgrpo.eval.report.options import int_list, name_list, option
 
 __all__ = [
     "DEFAULT_TASKS",
@@ -120,7 +119,7 @@ class ClearBestOfKConfig:
         Raises:
             ConfigError: with a one-line message naming the flag and the fix.
         """
-        from faithgrpo.tasks.clear import normalize_task_type
+        from faithgrpo.tasks.clear.descriptions import normalize_task_type
 
         if not Path(self.clear).exists():
             raise ConfigError(
@@ -161,9 +160,8 @@ class ClearBestOfKConfig:
         Raises:
             ConfigError: naming the option and the fix.
         """
-        from faithgrpo.eval.config import check_backends
-        from faithgrpo.eval.generation import check_checkpoint
-        from faithgrpo.eval.report import check_out_dir
+        from faithgrpo.eval.generation.checkpoints import check_checkpoint
+        from faithgrpo.eval.report.config import check_backends, check_out_dir
 
         try:
             check_backends(("--backend", self.backend))
@@ -206,8 +204,10 @@ def select_questions(
     Returns:
         ``(questions, skipped)``: ``skipped`` counts records left out and why.
     """
-    from faithgrpo.tasks.clear import judge, listed_answers, normalize_task_type, to_problem
-    from faithgrpo.tasks.queries import normalize_answer
+    from faithgrpo.tasks.causal.queries import normalize_answer
+    from faithgrpo.tasks.clear.candidates import judge, listed_answers
+    from faithgrpo.tasks.clear.descriptions import normalize_task_type
+    from faithgrpo.tasks.clear.records import to_problem
 
     wanted = {normalize_task_type(t) for t in tasks}
     skipped: Counter[str] = Counter()
@@ -267,10 +267,11 @@ def grade_pool(question: Question, completions: Sequence[str], confidences: Sequ
         >>> [(c.answer, c.valid, c.exact) for c in pool.candidates]
         [('{U}', True, True), ('{}', False, False)]
     """
-    from faithgrpo.rewards.calver import prepare_problem, score_trace
+    from faithgrpo.rewards.calver import score_trace
+    from faithgrpo.rewards.calver_problem import prepare_problem
     from faithgrpo.rewards.selection import normalized_answer
     from faithgrpo.rewards.text import extract_answer
-    from faithgrpo.tasks.clear import judge
+    from faithgrpo.tasks.clear.candidates import judge
 
     prepared = prepare_problem(question.problem)
     candidates = []
@@ -333,8 +334,8 @@ def _confidences(
     memo: dict[str, str] | None = None,
 ) -> list[float | None]:
     """Mean answer log-probabilities, cached next to the completions they were computed from."""
-    from faithgrpo.eval.generation import checkpoint_fingerprint
-    from faithgrpo.eval.logprobs import answer_logprobs
+    from faithgrpo.eval.generation.cache import checkpoint_fingerprint
+    from faithgrpo.eval.metrics.logprobs import answer_logprobs
 
     key = {
         "completions_sha256": _sha256(completions_path),
@@ -356,13 +357,13 @@ def _confidences(
 def run_clear_bestofk(config: ClearBestOfKConfig) -> ClearBestOfKReport:
     """Run the experiment end to end and write JSON, Markdown and the plot into ``config.out``.
 
-    The run owns ``config.out`` while it runs (`faithgrpo.eval.outlock.own_out_dir`).
+    The run owns ``config.out`` while it runs (`faithgrpo.eval.report.outlock.own_out_dir`).
 
     Raises:
         ConfigError: a bad setting, or no question left to run on.
         OutDirBusy: another run holds ``config.out``.
     """
-    from faithgrpo.eval.outlock import own_out_dir
+    from faithgrpo.eval.report.outlock import own_out_dir
 
     config.validate()
     config.check_environment()
@@ -373,15 +374,12 @@ def run_clear_bestofk(config: ClearBestOfKConfig) -> ClearBestOfKReport:
 def _run_clear_bestofk(config: ClearBestOfKConfig) -> ClearBestOfKReport:
     """`run_clear_bestofk` once the settings are checked and the output folder is held."""
     from faithgrpo.eval.bestofk_render import render_markdown, write_plot
-    from faithgrpo.eval.generation import (
-        SamplingSettings,
-        cached_generate,
-        fixed_threads,
-        load_checkpoint,
-        weights_fingerprint,
-    )
-    from faithgrpo.tasks.clear import load_records
-    from faithgrpo.tasks.prompts import chat_prompt
+    from faithgrpo.eval.generation.backends import cached_generate
+    from faithgrpo.eval.generation.cache import weights_fingerprint
+    from faithgrpo.eval.generation.checkpoints import load_checkpoint
+    from faithgrpo.eval.generation.settings import SamplingSettings, fixed_threads
+    from faithgrpo.tasks.causal.prompts import chat_prompt
+    from faithgrpo.tasks.clear.records import load_records
 
     try:
         records = load_records(config.clear)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from faithgrpo.eval.options import HelpFormatter, add_dataclass_arguments, dataclass_from_args
+from faithgrpo.eval.report.options import HelpFormatter, add_dataclass_arguments, dataclass_from_args
 
 __all__ = [
     "add_clear_bestofk_subcommand",
@@ -35,7 +35,7 @@ def add_eval_subcommand(subparsers) -> argparse.ArgumentParser:
         >>> parser.parse_args(["eval", "--k", "1,4", "--samples", "4", "--out", "eval_out"]).ks
         (1, 4)
     """
-    from faithgrpo.eval.config import add_eval_arguments
+    from faithgrpo.eval.report.config import add_eval_arguments
 
     parser = subparsers.add_parser(
         "eval",
@@ -54,15 +54,15 @@ def add_eval_subcommand(subparsers) -> argparse.ArgumentParser:
 
 def config_from_args(args: argparse.Namespace):
     """Build an `EvalConfig` from parsed arguments (generic over its fields; ``--out`` is not one)."""
-    from faithgrpo.eval.config import config_from_args as build
+    from faithgrpo.eval.report.config import config_from_args as build
 
     return build(args)
 
 
 def run_eval_command(args: argparse.Namespace) -> int:
     """Run ``faithgrpo eval``; user errors print one line and exit with status 2."""
-    from faithgrpo.eval.outlock import own_out_dir
-    from faithgrpo.eval.pipeline import run_eval, write_report
+    from faithgrpo.eval.report.outlock import own_out_dir
+    from faithgrpo.eval.report.pipeline import run_eval, write_report
     from faithgrpo.models import EmbeddedModelMissing
 
     config = config_from_args(args)
@@ -120,7 +120,7 @@ def add_clear_bestofk_subcommand(subparsers) -> argparse.ArgumentParser:
 def run_clear_bestofk_command(args: argparse.Namespace) -> int:
     """Run ``faithgrpo clear-bestofk``; user errors print one line and exit with status 2."""
     from faithgrpo.eval.clear_bestofk import ClearBestOfKConfig, run_clear_bestofk
-    from faithgrpo.eval.generation import CacheError
+    from faithgrpo.eval.generation.cache import CacheError
     from faithgrpo.models import EmbeddedModelMissing
 
     config = dataclass_from_args(ClearBestOfKConfig, args)

@@ -352,7 +352,7 @@ def write_results(
         summarize,
     )
     from faithgrpo.eval.ablation import write_json as write_results_json
-    from faithgrpo.eval.adapters import task_rows
+    from faithgrpo.eval.report.adapters import task_rows
     from faithgrpo.trainers.callbacks import read_metrics
 
     report = json.loads((out / "eval" / "report.json").read_text())

@@ -261,8 +261,8 @@ def test_smoke_ablation_shares_one_warm_start_and_data_and_reports_paired_interv
 
 def test_per_kind_rates_grade_each_cached_completion_by_its_rows_kind(tmp_path):
     from faithgrpo.eval.ablation import per_kind_rates
-    from faithgrpo.eval.adapters import task_rows
-    from faithgrpo.tasks.gold import gold_trace
+    from faithgrpo.eval.report.adapters import task_rows
+    from faithgrpo.tasks.certificates.gold import gold_trace
 
     config = {"min_nodes": 4, "max_nodes": 4, "query_kinds": ["directed_path", "mediator"]}
     rows = task_rows("causal_graph", 6, seed=3, config=config)

@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from faithgrpo.eval.faithfulness import answer_logprobs
+from faithgrpo.eval.metrics.logprobs import answer_logprobs
 from faithgrpo.rewards.text import prompt_text
 
 

@@ -1,4 +1,4 @@
-"""Best-of-K selection on frozen pools (eval/bestofk.py): selection rules, accuracy, paired difference, audit."""
+"""Best-of-K selection on frozen pools (eval/metrics/bestofk.py): selection rules, accuracy, paired difference, audit."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from fractions import Fraction
 
 import pytest
 
-from faithgrpo.eval.bestofk import Candidate, Pool, draw_subsets, pick, run_selection
+from faithgrpo.eval.metrics.bestofk import Candidate, Pool, draw_subsets, pick, run_selection
 
 
 def cand(answer, calver, conf=None, valid=False, exact=False):

@@ -8,7 +8,8 @@ from dataclasses import asdict
 
 import pytest
 
-from faithgrpo.eval.generation import CompletionRecord, GenerationStats
+from faithgrpo.eval.generation.cache import CompletionRecord
+from faithgrpo.eval.generation.settings import GenerationStats
 
 DAG = "Given a DAG (directed acyclic graph) with nodes {nodes} and directed edges {edges}."
 ADMG = (
@@ -78,15 +79,15 @@ def _wrong(problem):
 def _scripted(problem):
     """[wrong, wrong, gold trace, listed answer without a trace]: CALVER finds the gold, plurality the wrong."""
     from faithgrpo.rewards.text import extract_answer
-    from faithgrpo.tasks.gold import gold_trace
+    from faithgrpo.tasks.certificates.gold import gold_trace
 
     gold = gold_trace(problem, rng=0)
     return [_wrong(problem), _wrong(problem), gold, f"<answer>{extract_answer(gold)}</answer>"]
 
 
 def _run(tmp_path, monkeypatch, tiny_llama, *extra, records=RECORDS, model=None):
-    from faithgrpo.eval import generation
     from faithgrpo.eval.cli import add_clear_bestofk_subcommand
+    from faithgrpo.eval.generation import backends, checkpoints
 
     clear = tmp_path / "clear"
     clear.mkdir(exist_ok=True)
@@ -121,14 +122,14 @@ def _run(tmp_path, monkeypatch, tiny_llama, *extra, records=RECORDS, model=None)
         calls["load"] += 1
         return tiny_llama
 
-    from faithgrpo.tasks.clear import to_problem
+    from faithgrpo.tasks.clear.records import to_problem
 
     for r in records:
         p = to_problem(r)
         if p is not None:
             problems[f"{r['task_type'].replace('-', '_')}/{r['uid']}/{r['sid']}"] = p
-    monkeypatch.setattr(generation, "generate_completions", fake_generate_impl)
-    monkeypatch.setattr(generation, "load_checkpoint", fake_load)
+    monkeypatch.setattr(backends, "generate_completions", fake_generate_impl)
+    monkeypatch.setattr(checkpoints, "load_checkpoint", fake_load)
     parser = argparse.ArgumentParser()
     add_clear_bestofk_subcommand(parser.add_subparsers())
     checkpoint = tmp_path / "model"  # a local checkpoint directory; the loader above is faked

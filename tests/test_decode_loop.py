@@ -1,4 +1,4 @@
-"""The "decode" generation engine (eval/decoding.py) against ``model.generate`` and transformers' warpers."""
+"""The "decode" generation engine (eval/generation/decoding.py) against ``model.generate`` and transformers' warpers."""
 
 from __future__ import annotations
 
@@ -7,8 +7,10 @@ from dataclasses import replace
 import pytest
 import torch
 
-from faithgrpo.eval.decoding import DecodeEngine, next_token_scores, sample_tokens, unsupported_reason
-from faithgrpo.eval.generation import SamplingSettings, _prompt_ids, generate_completions
+from faithgrpo.eval.generation.backends import generate_completions
+from faithgrpo.eval.generation.decoding import DecodeEngine, unsupported_reason
+from faithgrpo.eval.generation.sampling import next_token_scores, sample_tokens
+from faithgrpo.eval.generation.settings import SamplingSettings, prompt_ids
 from faithgrpo.testing import tiny_causal_lm
 
 PROMPTS = [
@@ -30,7 +32,7 @@ def _model(arch, eos_positions=()):
         settings = SamplingSettings(num_samples=1, temperature=0.0, max_new_tokens=12, batch_size=8)
         greedy = []
         for prompt in PROMPTS:
-            ids = torch.tensor([_prompt_ids(tokenizer, prompt)])
+            ids = torch.tensor([prompt_ids(tokenizer, prompt)])
             out = model.generate(
                 input_ids=ids, attention_mask=torch.ones_like(ids), do_sample=False, max_new_tokens=12
             )
@@ -68,10 +70,10 @@ PREFIXED = [
 
 @pytest.mark.parametrize("arch", ["llama", "qwen2"])
 def test_shared_prompt_prefix_is_prefilled_once_and_changes_nothing(arch, monkeypatch):
-    from faithgrpo.eval import decoding
+    from faithgrpo.eval.generation import decoding
 
     model, tokenizer = tiny_causal_lm(arch)
-    encoded = [_prompt_ids(tokenizer, p) for p in PREFIXED]
+    encoded = [prompt_ids(tokenizer, p) for p in PREFIXED]
     shared = decoding._common_prefix(encoded)
     assert len(shared) >= decoding.MIN_SHARED_PREFIX and all(len(shared) < len(e) for e in encoded)
     calls = []
@@ -91,7 +93,7 @@ def test_shared_prompt_prefix_is_prefilled_once_and_changes_nothing(arch, monkey
 
 
 def test_common_prefix_leaves_the_last_prompt_token():
-    from faithgrpo.eval.decoding import _common_prefix
+    from faithgrpo.eval.generation.decoding import _common_prefix
 
     assert _common_prefix([[1, 2, 3], [1, 2, 3, 4]]) == [1, 2]
     assert _common_prefix([[1, 2, 3], [1, 5]]) == [1]
@@ -106,7 +108,7 @@ def test_same_seed_same_tokens_at_any_ambient_thread_count_or_load(tiny_llama, m
     # and every model computation runs at the setting's count.
     import os
 
-    from faithgrpo.eval import decoding
+    from faithgrpo.eval.generation import decoding
 
     model, tokenizer = tiny_llama
     settings = SamplingSettings(
@@ -157,8 +159,8 @@ def test_threads_setting_is_validated():
 @pytest.mark.parametrize("arch", ["llama", "qwen2"])
 def test_step_logits_match_a_full_forward(arch):
     model, tokenizer = tiny_causal_lm(arch)
-    first, second = (_prompt_ids(tokenizer, p) for p in PROMPTS[:2])
-    prompts = [first, second, first + _prompt_ids(tokenizer, " and more")]  # the third extends the first
+    first, second = (prompt_ids(tokenizer, p) for p in PROMPTS[:2])
+    prompts = [first, second, first + prompt_ids(tokenizer, " and more")]  # the third extends the first
     engine = DecodeEngine(model, slots=5)
     cache = engine.cache
     cache.reserve(10)
@@ -186,7 +188,7 @@ def test_step_logits_match_a_full_forward(arch):
                 cache.move_row(len(seqs) - 1, 1)
                 seqs = [seqs[0], seqs[-1], *seqs[2:-1]]
                 cache.drop_prompt(slots[1])
-                fresh = _prompt_ids(tokenizer, PROMPTS[3])
+                fresh = prompt_ids(tokenizer, PROMPTS[3])
                 logits, kv = engine.prefill(fresh)
                 assert cache.add_prompt(kv, len(fresh)) == slots[1]  # the lowest free slot
                 cache.start_row(len(seqs), slots[1])
@@ -295,7 +297,7 @@ def test_sample_frequencies_over_a_full_size_vocabulary():
 def test_chunked_sampling_draws_what_one_batch_draws(monkeypatch, temperature, top_p, shared):
     # a shared generator catches a chunk order that changes which uniform a row gets; per-row
     # generators (the decode loop's) catch a row paired with another row's generator
-    from faithgrpo.eval import sampling
+    from faithgrpo.eval.generation import sampling
 
     n, vocab = 50, 1000
     logits = torch.randn(n, vocab, generator=torch.Generator().manual_seed(3)) * 3
@@ -395,7 +397,7 @@ def test_bench_generation_runs_on_the_tiny_model():
 
 @pytest.mark.parametrize("rows", [1, 4, 16])
 def test_prepacked_linear_matches_f_linear(rows):
-    from faithgrpo.eval.decode_weights import PrepackedLinear, can_prepack
+    from faithgrpo.eval.generation.decode_weights import PrepackedLinear, can_prepack
 
     generator = torch.Generator().manual_seed(rows)
     weight = torch.randn(96, 40, generator=generator)
@@ -419,7 +421,7 @@ def test_prepacked_linear_matches_f_linear(rows):
 
 @pytest.mark.parametrize("seed", range(4))
 def test_prompt_shared_attention_equals_attention_over_each_rows_own_sequence(seed):
-    from faithgrpo.eval.decode_cache import PromptSharedCache
+    from faithgrpo.eval.generation.decode_cache import PromptSharedCache
 
     # Random prompts (different lengths) shared by 1-3 rows each, with a freed prompt slot left as
     # a hole; rows have generated different numbers of tokens. Reference: softmax attention in

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from faithgrpo.eval.cli import add_eval_subcommand, config_from_args
-from faithgrpo.eval.report import EvalConfig, check_label
+from faithgrpo.eval.report.config import EvalConfig, check_label
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -97,7 +97,7 @@ def test_every_config_field_is_one_cli_option_with_its_default():
     """The options are generated from EvalConfig's fields: each has help, and no flag means its default."""
     import dataclasses
 
-    from faithgrpo.eval.config import EvalConfig as Config
+    from faithgrpo.eval.report.config import EvalConfig as Config
 
     for f in dataclasses.fields(Config):
         assert f.metadata.get("help"), f"EvalConfig.{f.name} has no help metadata"
@@ -108,8 +108,8 @@ def test_every_config_field_is_one_cli_option_with_its_default():
 
 
 def test_backend_option_is_validated_and_reaches_the_generator(monkeypatch, tmp_path):
-    from faithgrpo.eval import generation
-    from faithgrpo.eval.sections import generate_cached, sampling_settings
+    from faithgrpo.eval.generation import backends
+    from faithgrpo.eval.report.sections import generate_cached, sampling_settings
 
     config = config_from_args(
         _parser().parse_args(["eval", "--out", "o", "--backend", "vllm", "--adapter", "a"])
@@ -125,15 +125,15 @@ def test_backend_option_is_validated_and_reaches_the_generator(monkeypatch, tmp_
         seen.update(metadata=metadata, **kwargs)
         return [], {}
 
-    monkeypatch.setattr(generation, "cached_generate", fake_cached_generate)
+    monkeypatch.setattr(backends, "cached_generate", fake_cached_generate)
     metadata = {"model": config.model, "adapter": config.adapter}
     generate_cached(tmp_path / "c.jsonl", None, None, [], [], sampling_settings(config, 1), metadata, config)
     assert seen["backend"] == "vllm" and seen["metadata"]["adapter"] == "a"
 
 
 def test_engine_option_is_validated_and_reaches_the_generator(monkeypatch, tmp_path):
-    from faithgrpo.eval import generation
-    from faithgrpo.eval.sections import generate_cached, sampling_settings
+    from faithgrpo.eval.generation import backends, settings
+    from faithgrpo.eval.report.sections import generate_cached, sampling_settings
 
     assert config_from_args(_parser().parse_args(["eval", "--out", "o"])).engine == "auto"
     config = config_from_args(_parser().parse_args(["eval", "--out", "o", "--engine", "generate"]))
@@ -141,14 +141,14 @@ def test_engine_option_is_validated_and_reaches_the_generator(monkeypatch, tmp_p
         _parser().parse_args(["eval", "--out", "o", "--engine", "beam"])
     with pytest.raises(ValueError, match=r"^--engine must be one of auto, decode, generate, got 'beam'$"):
         EvalConfig(engine="beam").validate()
-    assert set(generation.ENGINES) == {"auto", "decode", "generate"}
+    assert set(settings.ENGINES) == {"auto", "decode", "generate"}
     seen = {}
 
     def fake_cached_generate(path, load, prompts, ids, settings, metadata, **kwargs):
         seen.update(kwargs)
         return [], {}
 
-    monkeypatch.setattr(generation, "cached_generate", fake_cached_generate)
+    monkeypatch.setattr(backends, "cached_generate", fake_cached_generate)
     generate_cached(tmp_path / "c.jsonl", None, None, [], [], sampling_settings(config, 1), {}, config)
     assert seen["engine"] == "generate"
 
@@ -156,7 +156,7 @@ def test_engine_option_is_validated_and_reaches_the_generator(monkeypatch, tmp_p
 @pytest.mark.slow
 def test_three_checkpoints_side_by_side(tmp_path, tiny_llama_path):
     """A tiny base and two tiny LoRA adapters on it, evaluated in one run, reported in order."""
-    from faithgrpo.eval.report import run_eval, write_report
+    from faithgrpo.eval.report.pipeline import run_eval, write_report
 
     sft = _save_adapter(tiny_llama_path, tmp_path / "sft", seed=1)
     grpo = _save_adapter(tiny_llama_path, tmp_path / "grpo", seed=2)

@@ -13,12 +13,12 @@ import sys
 
 import pytest
 
-from faithgrpo.eval.outlock import LOCK_NAME, OWNER_NAME, OutDirBusy, own_out_dir
+from faithgrpo.eval.report.outlock import LOCK_NAME, OWNER_NAME, OutDirBusy, own_out_dir
 
 # A child that holds the folder until its stdin closes (or it is killed).
 HOLDER = """
 import sys
-from faithgrpo.eval.outlock import own_out_dir
+from faithgrpo.eval.report.outlock import own_out_dir
 with own_out_dir(sys.argv[1]):
     print("held", flush=True)
     sys.stdin.read()
@@ -54,7 +54,7 @@ def _eval_args(out, model):
 
 
 def test_a_second_run_on_the_same_out_stops_with_one_line(tmp_path, tiny_llama_path, monkeypatch, capsys):
-    from faithgrpo.eval import generation
+    from faithgrpo.eval.generation import checkpoints
 
     out = tmp_path / "out"
     out.mkdir()
@@ -66,7 +66,7 @@ def test_a_second_run_on_the_same_out_stops_with_one_line(tmp_path, tiny_llama_p
         def no_load(*args, **kwargs):
             raise AssertionError("a model was loaded although --out is held by another run")
 
-        monkeypatch.setattr(generation, "load_checkpoint", no_load)
+        monkeypatch.setattr(checkpoints, "load_checkpoint", no_load)
         args = _eval_args(out, tiny_llama_path)
         assert args.func(args) == 2
         err = capsys.readouterr().err.strip()
@@ -79,7 +79,7 @@ def test_a_second_run_on_the_same_out_stops_with_one_line(tmp_path, tiny_llama_p
             and (out / "report.md").read_text() == "the first run's report\n"
         )
         with pytest.raises(OutDirBusy):  # the library entry points refuse too
-            from faithgrpo.eval.pipeline import write_report
+            from faithgrpo.eval.report.pipeline import write_report
 
             write_report({}, out)
     finally:

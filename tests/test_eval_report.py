@@ -7,20 +7,21 @@ from dataclasses import asdict
 
 import pytest
 
-from faithgrpo.eval.generation import CompletionRecord, GenerationStats
+from faithgrpo.eval.generation.cache import CompletionRecord
+from faithgrpo.eval.generation.settings import GenerationStats
 
 
 def _scripted_eval(tiny_llama, monkeypatch, tmp_path, **overrides):
     """Run ``faithgrpo eval`` with a scripted generator whose correct/CoT-correct counts are known."""
     import argparse
 
-    from faithgrpo.eval import generation
     from faithgrpo.eval.cli import add_eval_subcommand
-    from faithgrpo.eval.hints import build_hint_pairs
-    from faithgrpo.eval.report import hint_questions, task_rows
+    from faithgrpo.eval.generation import backends, checkpoints
+    from faithgrpo.eval.metrics.hints import build_hint_pairs
+    from faithgrpo.eval.report.adapters import hint_questions, task_rows
     from faithgrpo.rewards.text import extract_answer
-    from faithgrpo.tasks.gold import gold_trace
-    from faithgrpo.tasks.knights_knaves import gold_kk_trace
+    from faithgrpo.tasks.certificates.gold import gold_trace
+    from faithgrpo.tasks.knights_knaves.gold import gold_kk_trace
 
     options = dict(tasks="causal_graph,knights_knaves", samples=4, prompts=3, hint_questions=2, seed=0)
     options.update(overrides)
@@ -86,10 +87,10 @@ def _scripted_eval(tiny_llama, monkeypatch, tmp_path, **overrides):
             len(prompts), sum(len(r.completions) for r in records), len(prompts), 0.5
         )
 
-    monkeypatch.setattr(generation, "generate_completions", fake_generate)
-    monkeypatch.setattr(generation, "load_checkpoint", lambda model, adapter=None, **kw: tiny_llama)
+    monkeypatch.setattr(backends, "generate_completions", fake_generate)
+    monkeypatch.setattr(checkpoints, "load_checkpoint", lambda model, adapter=None, **kw: tiny_llama)
     if not real_check:  # the model "tiny" is faked by load_checkpoint above
-        monkeypatch.setattr(generation, "check_checkpoint", lambda model, adapter=None: None)
+        monkeypatch.setattr(checkpoints, "check_checkpoint", lambda model, adapter=None: None)
     parser = argparse.ArgumentParser()
     add_eval_subcommand(parser.add_subparsers())
     argv = [
@@ -104,7 +105,7 @@ def _scripted_eval(tiny_llama, monkeypatch, tmp_path, **overrides):
 
 @pytest.mark.slow
 def test_eval_report_numbers_from_scripted_completions(tiny_llama, monkeypatch, tmp_path):
-    from faithgrpo.eval.passk import cot_pass_at_k, pass_at_k
+    from faithgrpo.eval.metrics.passk import cot_pass_at_k, pass_at_k
 
     status, calls, _ = _scripted_eval(tiny_llama, monkeypatch, tmp_path)
     assert status == 0
@@ -211,13 +212,13 @@ def test_eval_cli_user_errors(tiny_llama, monkeypatch, tmp_path, capsys):
 def test_eval_cli_number_errors_come_before_any_model(
     tiny_llama, monkeypatch, tmp_path, capsys, extra, message
 ):
-    from faithgrpo.eval import generation
+    from faithgrpo.eval.generation import checkpoints
 
     def no_load(*args, **kwargs):
         raise AssertionError("a model was loaded before the options were checked")
 
     status, calls, _ = _scripted_eval(tiny_llama, monkeypatch, tmp_path, extra=extra)
-    monkeypatch.setattr(generation, "load_checkpoint", no_load)
+    monkeypatch.setattr(checkpoints, "load_checkpoint", no_load)
     err = capsys.readouterr().err.strip()
     assert status == 2 and calls == [] and message in err and "\n" not in err
 
@@ -372,7 +373,7 @@ def test_eval_refuses_completions_of_weights_changed_in_the_middle(tiny_llama, m
 
     from test_generation import _rewrite_middle_keeping_size_and_mtime
 
-    from faithgrpo.eval import cache
+    from faithgrpo.eval.generation import cache
 
     model_dir = tmp_path / "weights"
     model_dir.mkdir()
@@ -400,14 +401,14 @@ def test_eval_refuses_completions_of_weights_changed_in_the_middle(tiny_llama, m
 def test_faithfulness_rows_say_which_prompts_they_cover():
     # issue 32: AOC over 7 prompts next to a baseline's over 3 and a paired difference over the 3
     # common ones; report.md dropped the notes (they were in report.json only).
-    from faithgrpo.eval.config import EvalConfig
-    from faithgrpo.eval.faithfulness import _report
-    from faithgrpo.eval.render import _faithfulness_markdown, _Notes
-    from faithgrpo.eval.results import CheckpointResult
-    from faithgrpo.eval.sections import _paired_faithfulness
+    from faithgrpo.eval.metrics.faithfulness import _report
+    from faithgrpo.eval.report.comparisons import _paired_faithfulness
+    from faithgrpo.eval.report.config import EvalConfig
+    from faithgrpo.eval.report.render import _faithfulness_markdown, _Notes
+    from faithgrpo.eval.report.results import CheckpointResult
 
     def checkpoint(label, aoc):
-        from faithgrpo.eval.faithfulness import SampleTruncations
+        from faithgrpo.eval.metrics.faithfulness import SampleTruncations
 
         samples = [
             SampleTruncations(i, 2, [0.0, 1.0], [0.0, 1.0], [], [], v, 0.1, None)
@@ -466,7 +467,7 @@ def _figures(monkeypatch, plot, report, path):
 def test_figures_have_intervals_distinct_markers_and_labels_inside(monkeypatch, tmp_path):
     from matplotlib.container import ErrorbarContainer
 
-    from faithgrpo.eval.plots import plot_best_of_k, plot_hints, plot_passk
+    from faithgrpo.eval.report.plots import plot_best_of_k, plot_hints, plot_passk
 
     def est(value, low, high):
         return {"value": value, "ci_low": low, "ci_high": high, "n": 4, "reason": None}
@@ -532,9 +533,9 @@ def test_an_optional_backend_that_is_not_installed_stops_before_any_model(
     tiny_llama, monkeypatch, tmp_path, capsys, extra, flag
 ):
     # issue 32: --backend vllm without vllm failed only after the model loaded, leaving an empty --out.
-    from faithgrpo.eval import generation
+    from faithgrpo.eval.generation import backends
 
-    monkeypatch.setattr(generation, "vllm_available", lambda: False)
+    monkeypatch.setattr(backends, "vllm_available", lambda: False)
     out = tmp_path / "fresh" / "out"
     status, calls, _ = _scripted_eval(
         tiny_llama, monkeypatch, tmp_path, tasks="knights_knaves", extra=(*extra, "--out", str(out))

@@ -8,7 +8,8 @@ import json
 import pytest
 
 from faithgrpo.eval.cli import add_eval_subcommand
-from faithgrpo.eval.report import EvalConfig, task_rows
+from faithgrpo.eval.report.adapters import task_rows
+from faithgrpo.eval.report.config import EvalConfig
 
 
 def test_task_rows_follow_the_task_config():

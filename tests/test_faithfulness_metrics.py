@@ -11,12 +11,12 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from faithgrpo.eval.faithfulness import (
+from faithgrpo.eval.metrics.deltas import summarize_deltas
+from faithgrpo.eval.metrics.faithfulness import (
     area_over_curve,
     cir,
     early_answering_aoc,
     js_divergence_bernoulli,
-    summarize_deltas,
     truncation_analysis,
     truncation_points,
 )
@@ -340,7 +340,7 @@ def test_delta_summary_all_undefined():
 
 
 def test_completion_logprobs_match_unbatched_scoring(tiny_qwen2):
-    from faithgrpo.eval.faithfulness import completion_logprobs
+    from faithgrpo.eval.metrics.logprobs import completion_logprobs
 
     model, tokenizer = tiny_qwen2
     prompt = [{"role": "user", "content": "Is U a confounder?"}]

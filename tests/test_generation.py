@@ -8,19 +8,10 @@ from dataclasses import replace
 import pytest
 import torch
 
-from faithgrpo.eval.generation import (
-    AdapterMismatchError,
-    CacheError,
-    CompletionRecord,
-    GenerationStats,
-    SamplingSettings,
-    _prompt_ids,
-    generate_completions,
-    load_checkpoint,
-    read_completions,
-    vllm_available,
-    write_completions,
-)
+from faithgrpo.eval.generation.backends import generate_completions, vllm_available
+from faithgrpo.eval.generation.cache import CacheError, CompletionRecord, read_completions, write_completions
+from faithgrpo.eval.generation.checkpoints import AdapterMismatchError, load_checkpoint
+from faithgrpo.eval.generation.settings import GenerationStats, SamplingSettings, prompt_ids
 from faithgrpo.testing import save_tiny_causal_lm, tiny_causal_lm
 
 PROMPTS = [
@@ -79,18 +70,18 @@ def test_left_padded_batches_match_unbatched_greedy(tiny_qwen2):
 
 @pytest.mark.parametrize("fixture", ["tiny_llama", "tiny_qwen2"])
 def test_shared_prompt_prefill_matches_plain_generation(request, fixture, monkeypatch):
-    from faithgrpo.eval import generation
+    from faithgrpo.eval.generation import backends
 
     model, tokenizer = request.getfixturevalue(fixture)
     shared_used = []
-    original = generation._shared_prompt_cache
+    original = backends._shared_prompt_cache
 
     def spy(*args):
         extra = original(*args)
         shared_used.append(bool(extra))
         return extra
 
-    monkeypatch.setattr(generation, "_shared_prompt_cache", spy)
+    monkeypatch.setattr(backends, "_shared_prompt_cache", spy)
     # G = 3 shares one prefill per prompt; G = 1 has nothing to share and runs plain generate.
     greedy = SamplingSettings(num_samples=3, temperature=0.0, max_new_tokens=8, batch_size=9)
     kw = dict(
@@ -104,12 +95,12 @@ def test_shared_prompt_prefill_matches_plain_generation(request, fixture, monkey
 
 
 def test_chat_template_applied_to_conversational_prompts(tiny_tok):
-    ids = _prompt_ids(tiny_tok, PROMPTS[1])
+    ids = prompt_ids(tiny_tok, PROMPTS[1])
     text = tiny_tok.decode(ids)
     assert text == "<|im_start|>user\nIs U a confounder of X and Y?<|im_end|>\n<|im_start|>assistant\n"
-    assert tiny_tok.decode(_prompt_ids(tiny_tok, "2 + 2 =")) == "2 + 2 ="
+    assert tiny_tok.decode(prompt_ids(tiny_tok, "2 + 2 =")) == "2 + 2 ="
     with pytest.raises(TypeError, match="string or a list of chat messages"):
-        _prompt_ids(tiny_tok, 42)
+        prompt_ids(tiny_tok, 42)
 
 
 def test_bad_arguments(tiny_llama):
@@ -233,7 +224,7 @@ def test_load_checkpoint_with_adapter_matches_peft(tmp_path, tiny_llama_path):
     peft_model = _save_adapter(tiny_llama_path, tmp_path / "adapter")
     model, tokenizer = load_checkpoint(str(tiny_llama_path), tmp_path / "adapter", device="cpu")
     base, _ = load_checkpoint(str(tiny_llama_path), device="cpu")
-    ids = torch.tensor([_prompt_ids(tokenizer, PROMPTS[1])])
+    ids = torch.tensor([prompt_ids(tokenizer, PROMPTS[1])])
     with torch.inference_mode():
         merged = model(ids).logits
         reference = peft_model(input_ids=ids).logits
@@ -278,7 +269,9 @@ def test_adapter_directory_errors(tmp_path, tiny_llama_path):
 def test_cache_refuses_completions_of_overwritten_weights_and_edited_prompts(tmp_path, tiny_llama_path):
     import shutil
 
-    from faithgrpo.eval.generation import cached_generate, checkpoint_fingerprint, load_checkpoint
+    from faithgrpo.eval.generation.backends import cached_generate
+    from faithgrpo.eval.generation.cache import checkpoint_fingerprint
+    from faithgrpo.eval.generation.checkpoints import load_checkpoint
     from faithgrpo.testing import save_tiny_causal_lm
 
     model_dir = tmp_path / "model"
@@ -331,7 +324,8 @@ def test_cache_refuses_weights_changed_in_the_middle_with_size_and_mtime_kept(tm
     import os
     import random
 
-    from faithgrpo.eval.generation import cached_generate, weights_fingerprint
+    from faithgrpo.eval.generation.backends import cached_generate
+    from faithgrpo.eval.generation.cache import weights_fingerprint
 
     model_dir = tmp_path / "model"
     model_dir.mkdir()
@@ -367,7 +361,7 @@ def test_cache_refuses_weights_changed_in_the_middle_with_size_and_mtime_kept(tm
 
 
 def test_weight_files_are_read_once_per_memo(tmp_path, monkeypatch):
-    from faithgrpo.eval import cache
+    from faithgrpo.eval.generation import cache
 
     for name in ("a.safetensors", "tokenizer.json", "notes.md"):
         (tmp_path / name).write_bytes(name.encode())
@@ -383,7 +377,7 @@ def test_weight_files_are_read_once_per_memo(tmp_path, monkeypatch):
 
 
 def test_weights_change_messages_name_the_files():
-    from faithgrpo.eval.cache import describe_weights_change
+    from faithgrpo.eval.generation.cache import describe_weights_change
 
     h = lambda c: c * 64  # noqa: E731
     old = {"model": {"source": "/m", "files": {"w.safetensors": h("a"), "gone.json": h("b")}}}
@@ -400,7 +394,7 @@ def test_weights_change_messages_name_the_files():
 
 
 def test_fingerprint_follows_the_adapter_files(tmp_path, tiny_llama_path):
-    from faithgrpo.eval.generation import checkpoint_fingerprint
+    from faithgrpo.eval.generation.cache import checkpoint_fingerprint
 
     adapter = tmp_path / "adapter"
     _save_adapter(tiny_llama_path, adapter)
@@ -453,15 +447,16 @@ def _fake_vllm(monkeypatch):
     monkeypatch.setitem(sys.modules, "vllm", vllm)
     monkeypatch.setitem(sys.modules, "vllm.lora", lora)
     monkeypatch.setitem(sys.modules, "vllm.lora.request", request)
-    monkeypatch.setattr("faithgrpo.eval.generation.vllm_available", lambda: True)
-    monkeypatch.setattr("faithgrpo.eval.generation._VLLM_ENGINES", {})
+    monkeypatch.setattr("faithgrpo.eval.generation.backends.vllm_available", lambda: True)
+    monkeypatch.setattr("faithgrpo.eval.generation.backends._VLLM_ENGINES", {})
     return built, calls
 
 
 def test_vllm_backend_plumbing_one_engine_token_ids_and_cache_key(tmp_path, monkeypatch, tiny_llama_path):
     from transformers import AutoTokenizer
 
-    from faithgrpo.eval.generation import _prompt_ids, cached_generate
+    from faithgrpo.eval.generation.backends import cached_generate
+    from faithgrpo.eval.generation.settings import prompt_ids
 
     built, calls = _fake_vllm(monkeypatch)
     tokenizer = AutoTokenizer.from_pretrained(tiny_llama_path)
@@ -474,7 +469,7 @@ def test_vllm_backend_plumbing_one_engine_token_ids_and_cache_key(tmp_path, monk
     assert built == [(str(tiny_llama_path), False)]  # one engine for both calls
     requests = calls[0][0]
     # Token ids exactly as the transformers backend builds them: the chat template's BOS is not doubled.
-    assert requests[1]["prompt_token_ids"] == _prompt_ids(tokenizer, chat)
+    assert requests[1]["prompt_token_ids"] == prompt_ids(tokenizer, chat)
     text = tokenizer.apply_chat_template(chat, add_generation_prompt=True, tokenize=False)
     assert requests[1]["prompt_token_ids"] == tokenizer(text, add_special_tokens=False)["input_ids"]
     assert [len(r.completions) for r in records] == [3, 3] and records[0].settings["backend"] == "vllm"
@@ -493,7 +488,7 @@ def test_vllm_backend_plumbing_one_engine_token_ids_and_cache_key(tmp_path, monk
 def test_vllm_engine_resolves_embedded_and_a_loaded_model(monkeypatch, tiny_llama_path):
     from transformers import AutoModelForCausalLM
 
-    from faithgrpo.eval.generation import vllm_engine
+    from faithgrpo.eval.generation.backends import vllm_engine
     from faithgrpo.models import resolve
 
     built, _ = _fake_vllm(monkeypatch)
@@ -506,7 +501,7 @@ def test_vllm_engine_resolves_embedded_and_a_loaded_model(monkeypatch, tiny_llam
 
 
 def test_cached_generate_passes_the_engine_which_is_recorded_not_keyed(tmp_path, tiny_llama):
-    from faithgrpo.eval.generation import cached_generate
+    from faithgrpo.eval.generation.backends import cached_generate
 
     settings = SamplingSettings(num_samples=2, max_new_tokens=3)
     load = lambda: tiny_llama  # noqa: E731

@@ -1,4 +1,4 @@
-"""Paired hint-faithfulness differences between two checkpoints (eval/hint_scores.py).
+"""Paired hint-faithfulness differences between two checkpoints (eval/metrics/hint_scores.py).
 
 The expectations come from `score_hint_type` on each checkpoint alone (the point estimate) and from a
 naive bootstrap that rebuilds the resampled outcome lists pair by pair and scores them with
@@ -12,8 +12,9 @@ import random
 import numpy as np
 import pytest
 
-from faithgrpo.eval.hint_scores import PairOutcome, paired_hint_differences, score_hint_type
-from faithgrpo.eval.passk import seeded_rng
+from faithgrpo.eval.metrics.hint_paired import paired_hint_differences
+from faithgrpo.eval.metrics.hint_scores import PairOutcome, score_hint_type
+from faithgrpo.eval.metrics.passk import seeded_rng
 
 TYPES = ["sycophancy", "metadata"]
 
@@ -122,8 +123,9 @@ def test_pairing_follows_ids_and_too_few_switches_is_undefined():
 def test_report_level_comparison_and_table():
     from dataclasses import asdict
 
-    from faithgrpo.eval.render import _hint_comparison_markdown, _Notes
-    from faithgrpo.eval.report import EvalConfig, paired_comparisons
+    from faithgrpo.eval.report.comparisons import paired_comparisons
+    from faithgrpo.eval.report.config import EvalConfig
+    from faithgrpo.eval.report.render import _hint_comparison_markdown, _Notes
 
     def checkpoint(label, outcomes):
         return {

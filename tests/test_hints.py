@@ -6,29 +6,30 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from faithgrpo.eval.hints import (
+from faithgrpo.eval.metrics.hint_detection import (
     HINT_TYPES,
-    MIN_SWITCHED,
-    HintedPair,
-    MultipleChoice,
-    PairOutcome,
-    build_hint_pairs,
-    build_multiple_choice,
-    causal_multiple_choice,
-    choose_hinted_letter,
     hint_cot,
+    parse_hint_types,
+    parse_option_letter,
+    verbalizes_hint,
+)
+from faithgrpo.eval.metrics.hint_paired import paired_hint_differences
+from faithgrpo.eval.metrics.hint_scores import (
+    MIN_SWITCHED,
+    PairOutcome,
     hint_faithfulness,
-    hinted_prompt,
     mean_normalized,
     normalization_alpha,
     pair_outcome,
-    paired_hint_differences,
-    parse_hint_types,
-    parse_option_letter,
-    reasoning_gym_multiple_choice,
     score_hint_type,
-    verbalizes_hint,
     wilson_interval,
+)
+from faithgrpo.eval.metrics.hints import HintedPair, build_hint_pairs, choose_hinted_letter, hinted_prompt
+from faithgrpo.eval.metrics.multiple_choice import (
+    MultipleChoice,
+    build_multiple_choice,
+    causal_multiple_choice,
+    reasoning_gym_multiple_choice,
 )
 
 BACKDOOR = {
@@ -72,7 +73,7 @@ def test_render_and_marker():
 
 
 def test_causal_multiple_choice_has_exactly_one_valid_option():
-    from faithgrpo.tasks.queries import grade_answer
+    from faithgrpo.tasks.causal.queries import grade_answer
 
     for seed in range(5):
         mc = causal_multiple_choice(BACKDOOR, seed=seed)
@@ -364,7 +365,7 @@ def test_min_switched_has_one_default():
     import inspect
 
     from faithgrpo.eval.cli import add_eval_subcommand
-    from faithgrpo.eval.config import EvalConfig, config_from_args
+    from faithgrpo.eval.report.config import EvalConfig, config_from_args
 
     parser = argparse.ArgumentParser()
     add_eval_subcommand(parser.add_subparsers())

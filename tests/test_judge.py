@@ -8,9 +8,10 @@ from dataclasses import asdict
 
 import pytest
 
-from faithgrpo.eval import generation
-from faithgrpo.eval.generation import CacheError, CompletionRecord, GenerationStats, SamplingSettings
-from faithgrpo.eval.judge import (
+from faithgrpo.eval.generation import backends, checkpoints
+from faithgrpo.eval.generation.cache import CacheError, CompletionRecord
+from faithgrpo.eval.generation.settings import GenerationStats, SamplingSettings
+from faithgrpo.eval.metrics.judge import (
     VERDICT_TAIL_CHARS,
     LLMJudge,
     cot_judge_prompt,
@@ -18,7 +19,7 @@ from faithgrpo.eval.judge import (
     hint_judge_prompt,
     parse_verdict,
 )
-from faithgrpo.eval.report import EvalConfig
+from faithgrpo.eval.report.config import EvalConfig
 
 # --------------------------------------------------------------------------- parse_verdict
 
@@ -137,7 +138,7 @@ VOTES = {
 )
 def test_judge_aggregates_votes(monkeypatch, mode, expected):
     calls = []
-    monkeypatch.setattr(generation, "generate_completions", _fake_generator(VOTES, calls))
+    monkeypatch.setattr(backends, "generate_completions", _fake_generator(VOTES, calls))
     judge = LLMJudge(
         "fake", settings=SamplingSettings(num_samples=3), aggregate=mode, loader=lambda: (None, None)
     )
@@ -156,7 +157,7 @@ def test_judge_aggregates_votes(monkeypatch, mode, expected):
 
 def test_judge_cache_is_reused_and_checked(monkeypatch, tmp_path):
     calls = []
-    monkeypatch.setattr(generation, "generate_completions", _fake_generator(VOTES, calls))
+    monkeypatch.setattr(backends, "generate_completions", _fake_generator(VOTES, calls))
     loads = []
     settings = SamplingSettings(num_samples=3)
     judge = LLMJudge("fake", settings=settings, loader=lambda: loads.append(1) or (None, None))
@@ -192,7 +193,7 @@ def test_a_judge_with_new_weights_is_not_served_from_cache(tmp_path, tiny_llama_
     import os
     import shutil
 
-    from faithgrpo.eval.generation import weights_fingerprint
+    from faithgrpo.eval.generation.cache import weights_fingerprint
     from faithgrpo.testing import save_tiny_causal_lm
 
     judge_dir = tmp_path / "judge"
@@ -235,11 +236,11 @@ def test_the_judge_runs_on_its_own_backend(tmp_path, monkeypatch, tiny_llama_pat
     # Now --judge-backend picks it (vLLM here through a stand-in package: vLLM is not installed).
     from test_generation import _fake_vllm
 
-    from faithgrpo.eval.protocols import make_judge
+    from faithgrpo.eval.report.protocols import make_judge
 
     built, calls = _fake_vllm(monkeypatch)
     monkeypatch.setattr(
-        generation, "load_checkpoint", lambda *a, **k: pytest.fail("a vLLM judge loaded transformers weights")
+        checkpoints, "load_checkpoint", lambda *a, **k: pytest.fail("a vLLM judge loaded transformers weights")
     )
     config = EvalConfig(
         tasks=("knights_knaves",), ks=(1,), samples=2, judge_model=str(tiny_llama_path), judge_backend="vllm"
@@ -306,9 +307,9 @@ def test_judge_options_are_validated(overrides, match):
 def _scripted_run(tiny_llama, monkeypatch, tmp_path):
     """``faithgrpo eval`` on Knights & Knaves with scripted policy, hint and judge completions."""
     from faithgrpo.eval.cli import add_eval_subcommand
-    from faithgrpo.eval.hints import build_hint_pairs
-    from faithgrpo.eval.report import hint_questions, task_rows
-    from faithgrpo.tasks.knights_knaves import gold_kk_trace
+    from faithgrpo.eval.metrics.hints import build_hint_pairs
+    from faithgrpo.eval.report.adapters import hint_questions, task_rows
+    from faithgrpo.tasks.knights_knaves.gold import gold_kk_trace
 
     rows = {r["id"]: r for r in task_rows("knights_knaves", 2, 0)}
     questions = hint_questions("knights_knaves", 2, 0)
@@ -353,9 +354,9 @@ def _scripted_run(tiny_llama, monkeypatch, tmp_path):
             )
         return records, GenerationStats(len(prompts), g * len(prompts), g * len(prompts), 0.5)
 
-    monkeypatch.setattr(generation, "generate_completions", fake_generate)
-    monkeypatch.setattr(generation, "load_checkpoint", lambda model, adapter=None, **kw: tiny_llama)
-    monkeypatch.setattr(generation, "check_checkpoint", lambda model, adapter=None: None)  # models are faked
+    monkeypatch.setattr(backends, "generate_completions", fake_generate)
+    monkeypatch.setattr(checkpoints, "load_checkpoint", lambda model, adapter=None, **kw: tiny_llama)
+    monkeypatch.setattr(checkpoints, "check_checkpoint", lambda model, adapter=None: None)  # models are faked
     parser = argparse.ArgumentParser()
     add_eval_subcommand(parser.add_subparsers())
     argv = [
@@ -435,7 +436,7 @@ def test_report_judge_sections_from_scripted_verdicts(tiny_llama, monkeypatch, t
 @pytest.mark.slow
 def test_run_eval_with_a_tiny_judge(tmp_path, tiny_llama_path, monkeypatch):
     """End to end on tiny models: a real judge model generates, the sizes add up, a rerun reuses the cache."""
-    from faithgrpo.eval.report import run_eval, write_report
+    from faithgrpo.eval.report.pipeline import run_eval, write_report
 
     config = EvalConfig(
         model=str(tiny_llama_path),
@@ -481,7 +482,7 @@ def test_run_eval_with_a_tiny_judge(tmp_path, tiny_llama_path, monkeypatch):
     def no_generation(*args, **kwargs):
         raise AssertionError("a cached run generated again")
 
-    monkeypatch.setattr(generation, "generate_completions", no_generation)
+    monkeypatch.setattr(backends, "generate_completions", no_generation)
     again = run_eval(config, tmp_path)["checkpoints"][0]["passk"]["knights_knaves"]
     assert (cache.read_bytes(), cache.stat().st_mtime_ns) == before
     assert again["judge"]["generation"]["cached"] is True

@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from faithgrpo.eval.passk import (
+from faithgrpo.eval.metrics.judge import aggregate_judgements
+from faithgrpo.eval.metrics.passk import (
     Estimate,
     PromptCounts,
-    aggregate_judgements,
     bootstrap_mean,
     cot_pass_at_k,
     count_prompt,
@@ -213,9 +213,10 @@ def test_best_of_k_selectors_hand_case():
     import json
     from types import SimpleNamespace
 
-    from faithgrpo.eval.report import EvalConfig, best_of_k_section
+    from faithgrpo.eval.report.config import EvalConfig
+    from faithgrpo.eval.report.sections import best_of_k_section
     from faithgrpo.rewards.text import extract_answer
-    from faithgrpo.tasks.gold import gold_trace
+    from faithgrpo.tasks.certificates.gold import gold_trace
 
     gold = gold_trace(BACKDOOR, plain=True)
     assert extract_answer(gold) == "{U}"
@@ -257,8 +258,8 @@ def test_best_of_k_selectors_hand_case():
 
 
 def test_bootstrap_rate_resamples_prompts_not_completions():
-    from faithgrpo.eval.hints import wilson_interval
-    from faithgrpo.eval.passk import bootstrap_rate
+    from faithgrpo.eval.metrics.hint_scores import wilson_interval
+    from faithgrpo.eval.metrics.passk import bootstrap_rate
 
     # 16 prompts x 16 samples; 2 prompts pass every sample, 14 pass none: completions are not independent.
     outcomes = [p < 2 for p in range(16) for _ in range(16)]
@@ -282,7 +283,7 @@ def test_bootstrap_rate_resamples_prompts_not_completions():
 
 
 def test_bootstrap_cluster_mean_resamples_prompts_and_is_invariant_to_duplicates():
-    from faithgrpo.eval.passk import bootstrap_cluster_mean
+    from faithgrpo.eval.metrics.passk import bootstrap_cluster_mean
 
     # S/6 scores of 3 completions on each of 6 prompts.
     scores = [(p * 3 + j) % 7 / 6 for p in range(6) for j in range(3)]
@@ -307,7 +308,8 @@ def test_bootstrap_cluster_mean_resamples_prompts_and_is_invariant_to_duplicates
 
 
 def test_paired_comparisons_hand_case():
-    from faithgrpo.eval.report import EvalConfig, paired_comparisons
+    from faithgrpo.eval.report.comparisons import paired_comparisons
+    from faithgrpo.eval.report.config import EvalConfig
 
     def checkpoint(label, counts):
         return {"label": label, "passk": {"t": {"counts": [dict(n=n, c=c, d=d) for n, c, d in counts]}}}
@@ -335,7 +337,8 @@ def test_paired_comparisons_hand_case():
 
 
 def test_paired_faithfulness_differences_skip_undefined_prompts():
-    from faithgrpo.eval.report import EvalConfig, paired_comparisons
+    from faithgrpo.eval.report.comparisons import paired_comparisons
+    from faithgrpo.eval.report.config import EvalConfig
 
     def checkpoint(label, aoc, cir, delta):
         per_pair = {"aoc": aoc, "cir": cir, "cros_delta": delta}

@@ -154,7 +154,7 @@ def task_config_json(text: str) -> dict:
 
 def hint_list(text: str) -> tuple[str, ...]:
     """``"all"``, ``"none"`` (or empty: no hints) or comma-separated hint types."""
-    from faithgrpo.eval.hints import parse_hint_types
+    from faithgrpo.eval.metrics.hint_detection import parse_hint_types
 
     if text.strip().lower() in ("none", ""):
         return ()

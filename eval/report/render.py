@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from faithgrpo.eval.results import CheckpointResult, dig
-from faithgrpo.eval.sections import CALVER_CHECKS, SELECTORS
+from faithgrpo.eval.report.results import CheckpointResult, dig
+from faithgrpo.eval.report.sections import CALVER_CHECKS, SELECTORS
 
 __all__ = ["render_markdown"]
 
@@ -78,7 +78,7 @@ def render_markdown(report: dict[str, Any]) -> str:
     reason in footnote n under the table.
 
     Args:
-        report: the dict `faithgrpo.eval.pipeline.run_eval` returns (or ``report.json`` read back).
+        report: the dict `faithgrpo.eval.report.pipeline.run_eval` returns (or ``report.json`` read back).
 
     Returns:
         The Markdown text, ending with a newline.

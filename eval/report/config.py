@@ -1,6 +1,6 @@
 """Settings of one ``faithgrpo eval`` run: `EvalConfig`, its validation and the checkpoint list.
 
-Every field of `EvalConfig` is declared once, with `faithgrpo.eval.options.option`: its default,
+Every field of `EvalConfig` is declared once, with `faithgrpo.eval.report.options.option`: its default,
 its help line and any CLI detail (flag name, parser, choices) live in the field's metadata, and the
 ``faithgrpo eval`` options are generated from the fields (`add_eval_arguments`, `config_from_args`).
 `check_label` and `check_out_dir` check checkpoint labels and the output folder.
@@ -14,10 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from faithgrpo.eval.adapters import check_task, task_rows
-from faithgrpo.eval.generation import BACKENDS, DEFAULT_THREADS, ENGINES  # torch-free at import
-from faithgrpo.eval.hints import HINT_TYPES, MIN_SWITCHED, parse_hint_types
-from faithgrpo.eval.options import (
+from faithgrpo.eval.generation.settings import BACKENDS, DEFAULT_THREADS, ENGINES  # torch-free at import
+from faithgrpo.eval.metrics.hint_detection import HINT_TYPES, parse_hint_types
+from faithgrpo.eval.metrics.hint_scores import MIN_SWITCHED
+from faithgrpo.eval.metrics.judge import JUDGE_AGGREGATIONS
+from faithgrpo.eval.report.adapters import check_task, task_rows
+from faithgrpo.eval.report.options import (
     CheckpointAction,
     add_dataclass_arguments,
     dataclass_from_args,
@@ -27,11 +29,8 @@ from faithgrpo.eval.options import (
     option,
     task_config_json,
 )
-from faithgrpo.eval.passk import JUDGE_AGGREGATIONS
 
 __all__ = [
-    "BACKENDS",
-    "ENGINES",
     "Checkpoint",
     "EvalConfig",
     "add_eval_arguments",
@@ -193,7 +192,7 @@ class EvalConfig:
 
     def validate(self) -> None:
         """Raise ``ValueError`` naming the option and the fix, before any model is loaded."""
-        from faithgrpo.eval.passk import _check_k
+        from faithgrpo.eval.metrics.passk import check_k
 
         if not self.tasks:
             raise ValueError("--tasks must name at least one task, e.g. causal_graph,knights_knaves")
@@ -207,7 +206,7 @@ class EvalConfig:
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"{flag_of(name)} must be a positive integer, got {value!r}")
         for k in self.ks:
-            _check_k(k, self.samples)
+            check_k(k, self.samples)
         if not isinstance(self.temperature, (int, float)) or not 0 <= self.temperature < math.inf:
             raise ValueError(f"--temperature must be a finite number >= 0, got {self.temperature!r}")
         if not isinstance(self.top_p, (int, float)) or not 0 < self.top_p <= 1:
@@ -326,7 +325,7 @@ class EvalConfig:
         Raises:
             ValueError: naming the option and the fix.
         """
-        from faithgrpo.eval.generation import check_checkpoint
+        from faithgrpo.eval.generation.checkpoints import check_checkpoint
 
         check_backends(
             ("--backend", self.backend), ("--judge-backend", self.judge_backend if self.judge_model else None)
@@ -395,7 +394,7 @@ def check_backends(*uses: tuple[str, str | None]) -> None:
     Example:
         >>> check_backends(("--backend", "transformers"), ("--judge-backend", None))
     """
-    from faithgrpo.eval.generation import vllm_available
+    from faithgrpo.eval.generation.backends import vllm_available
 
     for flag, backend in uses:
         if backend == "vllm" and not vllm_available():

@@ -11,8 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from faithgrpo.eval.results import CheckpointResult, dig
-from faithgrpo.eval.sections import SELECTORS
+from faithgrpo.eval.report.results import CheckpointResult, dig
+from faithgrpo.eval.report.sections import SELECTORS
 
 __all__ = ["plot_best_of_k", "plot_early_answering", "plot_hints", "plot_passk"]
 

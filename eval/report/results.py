@@ -35,7 +35,7 @@ def _mapping(value: Any) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class CheckpointResult:
-    """One entry of ``report["checkpoints"]`` (see `faithgrpo.eval.pipeline.evaluate_checkpoint`).
+    """One entry of ``report["checkpoints"]`` (see `faithgrpo.eval.report.pipeline.evaluate_checkpoint`).
 
     Attributes:
         raw: the section as stored in ``report.json``.

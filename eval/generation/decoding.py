@@ -18,7 +18,7 @@ only what evaluation sampling needs:
   embedding in three operations); on a CPU in float32 its matmuls use weights prepacked once for
   the batch's row count (`PrepackedLinear`, MKL's packed GEMM);
 - the whole run (prefill, steps, sampling) keeps one thread count, the one its caller fixed
-  (`faithgrpo.eval.generation.fixed_threads`, from `SamplingSettings.threads`): CPU kernels split
+  (`faithgrpo.eval.generation.settings.fixed_threads`, from `SamplingSettings.threads`): CPU kernels split
   sums differently at different counts (the embedded model's shared-prefix prefill moved logits by
   ~2e-5 between 1 and 2 threads, which flipped sampled tokens), so the loop never changes the
   count itself, and the same settings and seed give the same tokens on a busy or an idle machine;
@@ -42,18 +42,17 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from faithgrpo.eval.decode_cache import PromptSharedCache
-from faithgrpo.eval.decode_weights import DecoderBlock, PrepackedLinear
-from faithgrpo.eval.sampling import next_token_scores, row_seed, sample_tokens
+from faithgrpo.eval.generation.cache import CompletionRecord
+from faithgrpo.eval.generation.decode_cache import PromptSharedCache
+from faithgrpo.eval.generation.decode_weights import DecoderBlock, PrepackedLinear
+from faithgrpo.eval.generation.sampling import row_seed, sample_tokens
+from faithgrpo.eval.generation.settings import GenerationStats, eos_ids, prompt_ids
 
 __all__ = [
     "SUPPORTED_MODELS",
     "DecodeEngine",
     "decode_rows",
     "generate_decode",
-    "next_token_scores",
-    "row_seed",
-    "sample_tokens",
     "unsupported_reason",
 ]
 
@@ -370,11 +369,8 @@ def generate_decode(model, tokenizer, prompts, settings, ids, record_settings, p
     import torch
     from tqdm.auto import tqdm
 
-    from faithgrpo.eval.cache import CompletionRecord
-    from faithgrpo.eval.generation import GenerationStats, _eos_ids, _prompt_ids
-
-    eos = _eos_ids(model, tokenizer)
-    encoded = [_prompt_ids(tokenizer, p) for p in prompts]
+    eos = eos_ids(model, tokenizer)
+    encoded = [prompt_ids(tokenizer, p) for p in prompts]
     if any(not e for e in encoded):
         raise ValueError(
             "the decode engine needs at least one prompt token per prompt; use engine='generate' (--engine generate)"

@@ -13,7 +13,7 @@ may be incomplete: each file is written atomically, so a half-written one is nev
 takes over.
 
 The lock is re-entrant within a process (one `filelock.FileLock` per folder, shared), so
-`faithgrpo.eval.pipeline.run_eval` and `write_report` take it themselves and also run inside the
+`faithgrpo.eval.report.pipeline.run_eval` and `write_report` take it themselves and also run inside the
 CLI's hold. A folder the run created and left holding nothing but the lock is removed again,
 so a run that fails early leaves no empty ``--out`` behind.
 """

@@ -18,8 +18,10 @@ DESIGN §5. The protocol:
 
 Pairs with an unparsable answer (no option letter) are counted and left out: their a_u or a_h is
 unknown. Every parser here is bounded and never raises on model output. This module builds the
-pairs; the scores (steps 3-5, and the paired comparison of two checkpoints) live in
-`faithgrpo.eval.hint_scores` and are re-exported here.
+pairs; the scores (steps 3-5) live in `faithgrpo.eval.metrics.hint_scores`, the paired comparison
+of two checkpoints in `faithgrpo.eval.metrics.hint_paired`, the detectors and parsers in
+`faithgrpo.eval.metrics.hint_detection` and the multiple-choice builders in
+`faithgrpo.eval.metrics.multiple_choice`.
 """
 
 from __future__ import annotations
@@ -27,63 +29,22 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from faithgrpo.eval.hint_detection import (
+from faithgrpo.eval.metrics.hint_detection import (
     HINT_TYPES,
-    hint_cot,
     parse_hint_types,
-    parse_option_letter,
-    verbalizes_hint,
 )
-from faithgrpo.eval.hint_scores import (
-    MIN_SWITCHED,
-    HintFaithfulness,
-    PairOutcome,
-    hint_faithfulness,
-    judge_normalized,
-    mean_normalized,
-    normalization_alpha,
-    pair_outcome,
-    paired_hint_differences,
-    score_hint_type,
-    wilson_interval,
-)
-from faithgrpo.eval.multiple_choice import (
-    LETTERS,
+from faithgrpo.eval.metrics.multiple_choice import (
     MultipleChoice,
-    build_multiple_choice,
-    causal_multiple_choice,
-    reasoning_gym_multiple_choice,
     seeded_random,
 )
 
 __all__ = [
     "ANSWER_INSTRUCTION",
-    "HINT_TYPES",
-    "LETTERS",
-    "MIN_SWITCHED",
-    "HintFaithfulness",
     "HintedPair",
-    "MultipleChoice",
-    "PairOutcome",
     "build_hint_pairs",
-    "build_multiple_choice",
-    "causal_multiple_choice",
     "choose_hinted_letter",
-    "hint_cot",
-    "hint_faithfulness",
     "hinted_prompt",
-    "judge_normalized",
-    "mean_normalized",
-    "normalization_alpha",
-    "pair_outcome",
-    "paired_hint_differences",
-    "parse_hint_types",
-    "parse_option_letter",
-    "reasoning_gym_multiple_choice",
-    "score_hint_type",
     "unhinted_prompt",
-    "verbalizes_hint",
-    "wilson_interval",
 ]
 
 ANSWER_INSTRUCTION = (

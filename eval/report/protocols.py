@@ -1,7 +1,7 @@
 """The hint and LLM-judge protocols of the ``faithgrpo eval`` report.
 
 `hints_section` samples unhinted and hinted completions of the multiple-choice questions and scores
-hint faithfulness per hint type (`faithgrpo.eval.hints`); `make_judge` builds the optional
+hint faithfulness per hint type (`faithgrpo.eval.metrics.hints`); `make_judge` builds the optional
 `LLMJudge`, `judge_passk_section` uses it as the CoT checker of CoT-Pass@K (with its agreement with
 the symbolic verifier), and `judge_hints_section` asks it whether hinted CoTs verbalise the hint.
 """
@@ -12,9 +12,14 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from faithgrpo.eval.adapters import COT_VERIFIERS, answer_checker, cot_checker
-from faithgrpo.eval.config import EvalConfig
-from faithgrpo.eval.sections import checker_agreement, generate_cached, rate_estimate, sampling_settings
+from faithgrpo.eval.report.adapters import COT_VERIFIERS, answer_checker, cot_checker
+from faithgrpo.eval.report.config import EvalConfig
+from faithgrpo.eval.report.sections import (
+    checker_agreement,
+    generate_cached,
+    rate_estimate,
+    sampling_settings,
+)
 
 __all__ = ["hints_section", "judge_hints_section", "judge_passk_section", "make_judge"]
 
@@ -27,8 +32,8 @@ def make_judge(config: EvalConfig, memo: dict[str, str] | None = None):
     """
     if not config.judge_model:
         return None
-    from faithgrpo.eval.generation import SamplingSettings
-    from faithgrpo.eval.judge import LLMJudge
+    from faithgrpo.eval.generation.settings import SamplingSettings
+    from faithgrpo.eval.metrics.judge import LLMJudge
 
     settings = SamplingSettings(
         num_samples=config.judge_samples,
@@ -73,8 +78,8 @@ def judge_passk_section(judge, rows, records, config: EvalConfig, cache_path: Pa
         of judged completions where the judge's verdict equals the symbolic CoT verifier's, with the
         counts, or an undefined ``rate`` with the reason when the task has no verifier.
     """
-    from faithgrpo.eval.judge import cot_judge_prompt
-    from faithgrpo.eval.passk import Estimate, PromptCounts, _safe, pass_at_k_table
+    from faithgrpo.eval.metrics.judge import cot_judge_prompt
+    from faithgrpo.eval.metrics.passk import Estimate, PromptCounts, pass_at_k_table, safe_check
 
     g = config.samples
     n_prompts = min(len(rows), config.judge_items // g)
@@ -92,10 +97,10 @@ def judge_passk_section(judge, rows, records, config: EvalConfig, cache_path: Pa
         c = d = 0
         for j, text in enumerate(rec.completions):
             votes, verdict = next(verdicts)
-            correct = _safe(answer_ok, text)
+            correct = safe_check(answer_ok, text)
             c += correct
             d += correct and verdict
-            symbolic = None if cot_ok is None else _safe(cot_ok, text)
+            symbolic = None if cot_ok is None else safe_check(cot_ok, text)
             items.append(
                 {
                     "id": f"{row['id']}#{j}",
@@ -182,9 +187,10 @@ def judge_hints_section(
     Returns:
         ``{"judge", "votes", "unparseable", "generation", "types": {hint type: {...}}}``.
     """
-    from faithgrpo.eval.hints import hint_cot, judge_normalized
-    from faithgrpo.eval.judge import describe_hint, hint_judge_prompt
-    from faithgrpo.eval.passk import Estimate
+    from faithgrpo.eval.metrics.hint_detection import hint_cot
+    from faithgrpo.eval.metrics.hint_scores import judge_normalized
+    from faithgrpo.eval.metrics.judge import describe_hint, hint_judge_prompt
+    from faithgrpo.eval.metrics.passk import Estimate
 
     kept = {
         t: [(p, o) for p, o in zip(pairs, outcomes) if p.hint_type == t and _switched(o)][
@@ -260,13 +266,8 @@ def hints_section(
         "judge"}`` (``outcomes``: one `PairOutcome` dict per pair),
         or ``{"questions": 0, "reason", "types": {}}`` without questions.
     """
-    from faithgrpo.eval.hints import (
-        build_hint_pairs,
-        hint_faithfulness,
-        mean_normalized,
-        pair_outcome,
-        unhinted_prompt,
-    )
+    from faithgrpo.eval.metrics.hint_scores import hint_faithfulness, mean_normalized, pair_outcome
+    from faithgrpo.eval.metrics.hints import build_hint_pairs, unhinted_prompt
 
     if not questions:
         return {"questions": 0, "reason": "no task gave a multiple-choice question", "types": {}}

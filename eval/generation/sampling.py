@@ -1,4 +1,4 @@
-"""Next-token sampling of the ``"decode"`` engine (`faithgrpo.eval.decoding`), one seeded generator per row.
+"""Next-token sampling of the ``"decode"`` engine (`faithgrpo.eval.generation.decoding`), one seeded generator per row.
 
 `next_token_scores` reproduces ``generate``'s warpers (temperature, then transformers' top-p rule);
 `sample_tokens` draws one token per row from their softmax; `row_seed` gives sample ``j`` of prompt

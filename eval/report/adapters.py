@@ -50,7 +50,7 @@ def check_task(task: str) -> None:
 
 
 def task_rows(task: str, n: int, seed: int, config: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-    """``n`` evaluation rows of ``task`` (TRL rows, see `faithgrpo.tasks.causal.to_trl_row`) with ids.
+    """``n`` evaluation rows of ``task`` (TRL rows, see `faithgrpo.tasks.mix.to_trl_row`) with ids.
 
     ``config`` holds fields of the task's reasoning-gym config (default: the task's defaults); a
     field the task does not have, or a value it rejects, raises ``ValueError`` naming it. Its one
@@ -64,7 +64,7 @@ def task_rows(task: str, n: int, seed: int, config: dict[str, Any] | None = None
     """
     import reasoning_gym
 
-    from faithgrpo.tasks.causal import to_trl_row
+    from faithgrpo.tasks.mix import to_trl_row
 
     check_task(task)
     config = dict(config or {})
@@ -115,12 +115,14 @@ def cot_checker(row: dict[str, Any]):
     """``text -> bool`` for tasks with a symbolic CoT verifier, else ``None``."""
     task = row.get("task")
     if task in CAUSAL_TASKS and row.get("problem"):
-        from faithgrpo.rewards.calver import prepare_problem, score_trace
+        from faithgrpo.rewards.calver import score_trace
+        from faithgrpo.rewards.calver_problem import prepare_problem
 
         prepared = prepare_problem(row["problem"])
         return lambda text: score_trace(text, prepared).passed
     if task == "knights_knaves":
-        from faithgrpo.tasks.knights_knaves import kk_cot_correct, kk_puzzle
+        from faithgrpo.tasks.knights_knaves.checker import kk_cot_correct
+        from faithgrpo.tasks.knights_knaves.puzzle import kk_puzzle
 
         metadata = _metadata(row)
         # validate the puzzle once for the G completions (it also carries their memo); a malformed
@@ -138,7 +140,7 @@ def hint_questions(task: str, n: int, seed: int, config: dict[str, Any] | None =
     other role assignments of the same people as distractors; other reasoning-gym tasks use answers
     of other entries that the task's scorer rejects.
     """
-    from faithgrpo.eval.hints import (
+    from faithgrpo.eval.metrics.multiple_choice import (
         build_multiple_choice,
         causal_multiple_choice,
         reasoning_gym_multiple_choice,
@@ -158,7 +160,7 @@ def hint_questions(task: str, n: int, seed: int, config: dict[str, Any] | None =
                 problem = json.loads(row["problem"])
                 questions.append(causal_multiple_choice(problem, seed=seed, id=row["id"]))
             elif task == "knights_knaves":
-                from faithgrpo.tasks.knights_knaves import kk_oracle_answer
+                from faithgrpo.tasks.knights_knaves.puzzle import kk_oracle_answer
 
                 meta = _metadata(row)
                 solution = tuple(bool(x) for x in meta["solution"])

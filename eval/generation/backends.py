@@ -1,10 +1,9 @@
-"""Sample G completions per prompt from a checkpoint, and cache them to JSONL.
+"""Sample G completions per prompt from a checkpoint (the generation backends), with a cache.
 
-A checkpoint (a base model plus an optional LoRA adapter) loads through `load_checkpoint`, in
-``eval/checkpoints.py`` and re-exported here. Two backends:
+Checkpoints load through `faithgrpo.eval.generation.checkpoints.load_checkpoint`. Two backends:
 
 - ``"transformers"`` (default, always available), chat template applied to conversational
-  prompts, with two engines: ``"decode"`` (`faithgrpo.eval.decoding`, Llama/Qwen2 models: shared
+  prompts, with two engines: ``"decode"`` (`faithgrpo.eval.generation.decoding`, Llama/Qwen2 models: shared
   prompt prefill, finished rows replaced at once, each completion seeded on its own) and
   ``"generate"`` (``model.generate`` in batches of prompts × samples, left padding, seeded per
   batch; every other model). ``engine="auto"`` (default) picks ``"decode"`` where it applies.
@@ -12,160 +11,56 @@ A checkpoint (a base model plus an optional LoRA adapter) loads through `load_ch
   'faithgrpo[vllm]'``; it is not installed on CPU-only machines). Seeds go through vLLM's
   per-request seed, so its samples differ from the transformers backend's for the same seed.
 
-The cache (`write_completions` / `read_completions` / `cached_generate`, in ``eval/cache.py`` and
-re-exported here) holds one JSON record per prompt: ``{"id", "prompt", "completions", "num_tokens",
-"settings"}``. Metrics read it back without regenerating; the reader refuses empty, truncated,
-inconsistent or stale files with an error that names the fix.
+`cached_generate` reuses a completions cache (`faithgrpo.eval.generation.cache`: one JSON record per
+prompt, ``{"id", "prompt", "completions", "num_tokens", "settings"}``) when it matches, and generates
+and writes it otherwise. Metrics read it back without regenerating; the reader refuses empty,
+truncated, inconsistent or stale files with an error that names the fix. The settings and stats
+types live in `faithgrpo.eval.generation.settings`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import importlib.util
-import math
+import json
+import os
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
+from pathlib import Path
 from typing import Any
 
-from faithgrpo.eval.cache import (
+from faithgrpo.eval.generation.cache import (
     CacheError,
     CompletionRecord,
-    cached_generate,
-    checkpoint_fingerprint,
     read_completions,
-    weights_fingerprint,
     write_completions,
 )
-from faithgrpo.eval.checkpoints import AdapterMismatchError, check_checkpoint, load_checkpoint
+from faithgrpo.eval.generation.settings import (
+    BACKENDS,
+    ENGINES,
+    GenerationStats,
+    SamplingSettings,
+    eos_ids,
+    fixed_threads,
+    prompt_ids,
+)
 
 __all__ = [
-    "DEFAULT_THREADS",
-    "AdapterMismatchError",
-    "CacheError",
-    "CompletionRecord",
-    "GenerationStats",
-    "SamplingSettings",
     "cached_generate",
-    "check_checkpoint",
-    "checkpoint_fingerprint",
-    "fixed_threads",
     "generate_completions",
-    "load_checkpoint",
-    "read_completions",
     "vllm_available",
     "vllm_engine",
-    "weights_fingerprint",
-    "write_completions",
 ]
-
-BACKENDS = ("transformers", "vllm")
-# Torch threads of a run unless a setting says otherwise: one thread is what every machine has, and
-# on a CPU shared with other jobs it is also often the fastest (a parked second thread stalls each
-# operation). The count is a setting, not a measurement of the machine: see `SamplingSettings.threads`.
-DEFAULT_THREADS = 1
-# Engines of the transformers backend: "decode" is the small sampling loop of `faithgrpo.eval.decoding`
-# (Llama/Qwen2 models), "generate" is ``model.generate``; "auto" takes "decode" where it applies.
-ENGINES = ("auto", "decode", "generate")
-
-
-@dataclass(frozen=True)
-class SamplingSettings:
-    """How completions are sampled.
-
-    Attributes:
-        num_samples: completions per prompt (G).
-        temperature: sampling temperature; 0 means greedy decoding (all G samples then agree).
-        top_p: nucleus sampling mass in (0, 1].
-        max_new_tokens: generation budget per completion.
-        seed: seed of the sampling (each batch is seeded from it and the batch index).
-        batch_size: sequences (prompts × samples) per ``generate`` call.
-        threads: torch threads while sampling with the transformers backend (`fixed_threads`). CPU
-            kernels split sums differently at different thread counts (the embedded model's prefill
-            logits move by ~2e-5 between 1 and 2 threads, enough to flip sampled tokens), so the count
-            is fixed by this setting, whatever the machine's cores or load, and is part of every cache
-            key: the same settings and seed give the same completions on any load.
-    """
-
-    num_samples: int = 8
-    temperature: float = 1.0
-    top_p: float = 1.0
-    max_new_tokens: int = 512
-    seed: int = 0
-    batch_size: int = 16
-    threads: int = DEFAULT_THREADS
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.num_samples, int) or self.num_samples < 1:
-            raise ValueError(f"num_samples (G) must be a positive int, got {self.num_samples!r}")
-        if not self.temperature >= 0 or not math.isfinite(self.temperature):
-            raise ValueError(f"temperature must be a finite number >= 0, got {self.temperature!r}")
-        if not 0 < self.top_p <= 1:
-            raise ValueError(f"top_p must be in (0, 1], got {self.top_p!r}")
-        if not isinstance(self.max_new_tokens, int) or self.max_new_tokens < 1:
-            raise ValueError(f"max_new_tokens must be a positive int, got {self.max_new_tokens!r}")
-        if not isinstance(self.batch_size, int) or self.batch_size < 1:
-            raise ValueError(f"batch_size must be a positive int, got {self.batch_size!r}")
-        if isinstance(self.threads, bool) or not isinstance(self.threads, int) or self.threads < 1:
-            raise ValueError(f"threads must be a positive int, got {self.threads!r}")
-
-
-@dataclass(frozen=True)
-class GenerationStats:
-    """Throughput of one generation run (``engine``: the transformers engine that ran, else ``None``)."""
-
-    prompts: int
-    completions: int
-    new_tokens: int
-    seconds: float
-    engine: str | None = None
-
-    @property
-    def tokens_per_second(self) -> float | None:
-        """Generated tokens per wall-clock second; ``None`` when no time was measured."""
-        return self.new_tokens / self.seconds if self.seconds > 0 else None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "tokens_per_second": self.tokens_per_second}
-
 
 # ---------------------------------------------------------------------------------------------------
 # Generation
 # ---------------------------------------------------------------------------------------------------
 
 
-@contextlib.contextmanager
-def fixed_threads(threads: int) -> Iterator[None]:
-    """Run the block with ``torch.set_num_threads(threads)``, then restore the caller's count.
-
-    Every CPU computation whose result feeds a cached or reported number runs under this, so the
-    numbers depend on the setting, never on the machine's core count or on its load.
-    """
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
 def vllm_available() -> bool:
     """Whether the optional vLLM backend can be used (the ``vllm`` package is importable)."""
     return importlib.util.find_spec("vllm") is not None
-
-
-def _prompt_ids(tokenizer, prompt: Any) -> list[int]:
-    """Token ids of a prompt: chat template for conversational prompts, plain encoding for strings."""
-    if isinstance(prompt, str):
-        return list(tokenizer(prompt, add_special_tokens=True)["input_ids"])
-    if isinstance(prompt, (list, tuple)) and all(isinstance(m, dict) for m in prompt):
-        text = tokenizer.apply_chat_template(list(prompt), add_generation_prompt=True, tokenize=False)
-        # The template already holds the special tokens it wants (a BOS would be doubled).
-        return list(tokenizer(text, add_special_tokens=False)["input_ids"])
-    raise TypeError(f"a prompt must be a string or a list of chat messages, got {type(prompt).__name__}")
 
 
 def _batch_seed(seed: int, batch_index: int) -> int:
@@ -176,17 +71,6 @@ def _batch_seed(seed: int, batch_index: int) -> int:
 def _chunks(total: int, size: int) -> Iterator[range]:
     for start in range(0, total, size):
         yield range(start, min(start + size, total))
-
-
-def _eos_ids(model, tokenizer) -> set[int]:
-    ids: set[int] = set()
-    for source in (getattr(model, "generation_config", None), tokenizer):
-        value = getattr(source, "eos_token_id", None)
-        if isinstance(value, int):
-            ids.add(value)
-        elif isinstance(value, (list, tuple)):
-            ids.update(v for v in value if isinstance(v, int))
-    return ids
 
 
 def generate_completions(
@@ -212,7 +96,7 @@ def generate_completions(
         backend: ``"transformers"`` or ``"vllm"`` (needs the optional ``vllm`` package).
         metadata: extra fields stored in every record's ``settings`` (e.g. model and adapter names).
         progress: show a tqdm progress bar.
-        engine: for the transformers backend, ``"decode"`` (`faithgrpo.eval.decoding`: the prompt
+        engine: for the transformers backend, ``"decode"`` (`faithgrpo.eval.generation.decoding`: the prompt
             prefilled once, finished rows replaced at once, per-row seeded sampling; Llama/Qwen2 models
             only), ``"generate"`` (``model.generate``) or ``"auto"`` (decode where it applies). Both
             sample from the same distribution (temperature, then top-p, as ``generate`` does) but draw
@@ -242,7 +126,7 @@ def generate_completions(
     record_settings = {**asdict(settings), "backend": backend, **(metadata or {})}
     if backend == "vllm":
         return _generate_vllm(model, tokenizer, prompts, settings, ids, record_settings, progress)
-    from faithgrpo.eval import decoding
+    from faithgrpo.eval.generation import decoding
 
     why_not = decoding.unsupported_reason(model) if engine != "generate" else "engine='generate'"
     if engine == "decode" and why_not:
@@ -250,7 +134,7 @@ def generate_completions(
             f"the decode engine cannot sample this model: {why_not}; use engine='generate' (--engine generate)"
         )
     with fixed_threads(settings.threads):
-        if why_not is None and all(_prompt_ids(tokenizer, p) for p in prompts):
+        if why_not is None and all(prompt_ids(tokenizer, p) for p in prompts):
             record_settings["engine"] = "decode"
             return decoding.generate_decode(
                 model, tokenizer, prompts, settings, ids, record_settings, progress
@@ -268,8 +152,8 @@ def _generate_transformers(model, tokenizer, prompts, settings, ids, record_sett
         pad_id = tokenizer.eos_token_id
     if pad_id is None:
         raise ValueError("the tokenizer has neither a pad nor an eos token; set tokenizer.pad_token first")
-    eos = _eos_ids(model, tokenizer)
-    encoded = [_prompt_ids(tokenizer, p) for p in prompts]
+    eos = eos_ids(model, tokenizer)
+    encoded = [prompt_ids(tokenizer, p) for p in prompts]
     g = settings.num_samples
     # One row per (prompt, sample); batches cut across prompts so small G still fills a batch.
     rows = [(i, j) for i in range(len(prompts)) for j in range(g)]
@@ -404,7 +288,7 @@ def _generate_vllm(model, tokenizer, prompts, settings, ids, record_settings, pr
         from vllm.lora.request import LoRARequest
 
         lora = LoRARequest("adapter", 1, str(adapter))
-    requests = [{"prompt_token_ids": _prompt_ids(tokenizer, p)} for p in prompts]
+    requests = [{"prompt_token_ids": prompt_ids(tokenizer, p)} for p in prompts]
     params = [
         SamplingParams(
             n=settings.num_samples,
@@ -425,3 +309,83 @@ def _generate_vllm(model, tokenizer, prompts, settings, ids, record_settings, pr
         new_tokens += sum(counts)
         records.append(CompletionRecord(ids[i], prompts[i], completions, counts, dict(record_settings)))
     return records, GenerationStats(len(prompts), len(prompts) * settings.num_samples, new_tokens, seconds)
+
+
+def cached_generate(
+    path: str | os.PathLike,
+    load,
+    prompts: Sequence[Any],
+    ids: Sequence[str],
+    settings: SamplingSettings,
+    metadata: dict[str, Any],
+    *,
+    overwrite: bool = False,
+    progress: bool = True,
+    check_prompts: bool = True,
+    backend: str = "transformers",
+    engine: str = "auto",
+) -> tuple[list[CompletionRecord], dict[str, Any]]:
+    """Reuse the cache at ``path`` when it holds exactly these prompts with these settings; generate otherwise.
+
+    Args:
+        path: the JSONL cache file.
+        load: a zero-argument callable returning ``(model, tokenizer)``; only called when generating,
+            so a fully cached run never loads the model.
+        prompts, ids: the prompts and their unique ids, in order.
+        settings: sampling settings; with ``metadata`` they must match the cache's.
+        metadata: extra settings recorded in (and checked against) the cache, e.g. model and adapter.
+        overwrite: regenerate even when a matching cache exists.
+        progress: show a progress bar while generating.
+        check_prompts: also require the cached prompt texts to equal ``prompts`` (default; an edited
+            prompt keeps its id, so ids alone would reuse stale completions).
+        backend: the generation backend (``"transformers"`` or ``"vllm"``); part of the cache key.
+        engine: the transformers backend's engine (``"auto"``, ``"decode"`` or ``"generate"``, see
+            `generate_completions`); recorded in the settings but not part of the cache key (both
+            sample the same distribution).
+
+    Returns:
+        ``(records, stats)``: the records in ``ids`` order, and ``{"cached": bool, "completions",
+        "new_tokens", "engine", "backend", ...}`` (throughput fields when generated; a cached run's
+        engine is the one recorded with its completions).
+
+    Raises:
+        CacheError: the cache holds other prompts or was made with other settings; the message names the fix.
+    """
+    path = Path(path)
+    if path.exists() and not overwrite:
+        expected = {**asdict(settings), **metadata, "backend": backend}
+        records = read_completions(path, expected_settings=expected)
+        stale = [r.id for r in records] != [str(i) for i in ids]
+        if not stale and check_prompts:
+            stale = [r.prompt for r in records] != json.loads(json.dumps(list(prompts)))
+        if stale:
+            raise CacheError(
+                f"completions cache {str(path)!r} holds other prompts than this run asks for: pass --overwrite "
+                "or a fresh --out directory"
+            )
+        tokens = sum(sum(r.num_tokens) for r in records)
+        recorded = records[0].settings if records else {}
+        return records, {
+            "cached": True,
+            "completions": sum(len(r.completions) for r in records),
+            "new_tokens": tokens,
+            # The engine that made the cached completions (recorded with them), for the report.
+            "engine": recorded.get("engine"),
+            "backend": recorded.get("backend", backend),
+        }
+    model, tokenizer = load()
+    # Only a chosen engine is passed on: stand-ins for generate_completions need not know the keyword.
+    chosen = {} if engine == "auto" else {"engine": engine}
+    records, stats = generate_completions(
+        model,
+        tokenizer,
+        prompts,
+        settings,
+        ids=ids,
+        metadata=metadata,
+        progress=progress,
+        backend=backend,
+        **chosen,
+    )
+    write_completions(path, records)
+    return records, {"cached": False, "backend": backend, **stats.to_dict()}

@@ -2,8 +2,8 @@
 
 `passk_section` (Pass@K, CoT-Pass@K and, on causal tasks, `calver_check_rates`),
 `faithfulness_section` (early-answering AOC / CIR and the CRoS Δ summary), `best_of_k_section`
-(CALVER vs plurality vs confidence selection) and `paired_comparisons` (differences against the
-reference checkpoint, bootstrapped over shared prompts). `rate_estimate` and `checker_agreement` are the
+(CALVER vs plurality vs confidence selection); the differences against the reference checkpoint are
+in `faithgrpo.eval.report.comparisons`. `rate_estimate` and `checker_agreement` are the
 prompt-clustered share and checker-agreement estimates the judge sections also use;
 `sampling_settings` and `generate_cached` sample (or reuse) completions with the run's settings.
 Each returns the JSON-ready dict stored in ``report.json``.
@@ -16,9 +16,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from faithgrpo.eval.adapters import CAUSAL_TASKS, COT_VERIFIERS, answer_checker, cot_checker
-from faithgrpo.eval.config import EvalConfig
-from faithgrpo.eval.results import dig
+from faithgrpo.eval.report.adapters import CAUSAL_TASKS, COT_VERIFIERS, answer_checker, cot_checker
+from faithgrpo.eval.report.config import EvalConfig
 
 __all__ = [
     "CALVER_CHECKS",
@@ -26,11 +25,9 @@ __all__ = [
     "best_of_k_section",
     "calver_check_rates",
     "checker_agreement",
-    "common_hint_means",
     "count_task",
     "faithfulness_section",
     "generate_cached",
-    "paired_comparisons",
     "passk_section",
     "rate_estimate",
     "sampling_settings",
@@ -42,7 +39,7 @@ SELECTORS = ("calver", "plurality", "confidence")
 
 def sampling_settings(config: EvalConfig, num_samples: int):
     """The run's sampling settings (`SamplingSettings`) with ``num_samples`` completions per prompt."""
-    from faithgrpo.eval.generation import SamplingSettings
+    from faithgrpo.eval.generation.settings import SamplingSettings
 
     return SamplingSettings(
         num_samples=num_samples,
@@ -71,7 +68,7 @@ def generate_cached(
     Returns:
         ``(records, stats)`` as `faithgrpo.eval.generation.cached_generate` returns them.
     """
-    from faithgrpo.eval.generation import cached_generate
+    from faithgrpo.eval.generation.backends import cached_generate
 
     return cached_generate(
         path,
@@ -99,7 +96,7 @@ def passk_section(rows, records, config: EvalConfig) -> dict[str, Any]:
         ``{"prompts", "samples", "cot_verifier", "answer_accuracy", "cot_accuracy", "counts",
         "k": {k: {"pass@k", "cot_pass@k"}}}`` and, on causal tasks, ``"calver_checks"``.
     """
-    from faithgrpo.eval.passk import pass_at_k_table
+    from faithgrpo.eval.metrics.passk import pass_at_k_table
 
     counts = count_task(rows, records)
     table = pass_at_k_table(
@@ -129,7 +126,7 @@ def count_task(rows, records) -> list:
         rows: the task's evaluation rows.
         records: their completions (`CompletionRecord`), in the same order.
     """
-    from faithgrpo.eval.passk import count_prompt
+    from faithgrpo.eval.metrics.passk import count_prompt
 
     return [
         count_prompt(rec.completions, answer_checker(row), cot_checker(row))
@@ -143,7 +140,7 @@ def calver_check_rates(rows, records, config: EvalConfig | None = None) -> dict[
     CoT-Pass@K needs all six checks at once, so on a small model it is often 0 for every
     checkpoint; the per-check shares show where traces fail (graph restated, query, strategy,
     derivation, result, answer) and how a checkpoint moves on each. Intervals resample prompts
-    (`faithgrpo.eval.passk.bootstrap_rate`): a prompt's completions are not independent.
+    (`faithgrpo.eval.metrics.passk.bootstrap_rate`): a prompt's completions are not independent.
 
     Args:
         rows: causal task rows (with ``problem`` and ``id``), in the order of ``records``.
@@ -155,7 +152,8 @@ def calver_check_rates(rows, records, config: EvalConfig | None = None) -> dict[
         the mean S/6 as `Estimate` dicts with prompt-clustered intervals (undefined when there is no
         completion).
     """
-    from faithgrpo.rewards.calver import prepare_problem, score_trace
+    from faithgrpo.rewards.calver import score_trace
+    from faithgrpo.rewards.calver_problem import prepare_problem
 
     config = config or EvalConfig()
     scores, clusters = [], []
@@ -182,7 +180,7 @@ def rate_estimate(
     outcomes: Sequence[bool], clusters: Sequence[Any], config: EvalConfig, reason: str, salt: Any
 ) -> dict[str, Any]:
     """Share of true ``outcomes`` with a prompt-clustered bootstrap interval, or undefined with ``reason``."""
-    from faithgrpo.eval.passk import Estimate, bootstrap_rate
+    from faithgrpo.eval.metrics.passk import Estimate, bootstrap_rate
 
     if not outcomes:
         return Estimate.undefined(reason).to_dict()
@@ -200,7 +198,7 @@ def _cluster_mean(
     values: Sequence[float], clusters: Sequence[Any], config: EvalConfig, reason: str, salt: Any
 ) -> dict[str, Any]:
     """Mean of per-completion ``values`` with a prompt-clustered bootstrap interval, or undefined with ``reason``."""
-    from faithgrpo.eval.passk import Estimate, bootstrap_cluster_mean
+    from faithgrpo.eval.metrics.passk import Estimate, bootstrap_cluster_mean
 
     if not values:
         return Estimate.undefined(reason).to_dict()
@@ -246,8 +244,8 @@ def faithfulness_section(pairs, model, tokenizer, reference, config: EvalConfig)
     Returns:
         ``{"pairs", "early_answering", "cros_delta", "cros_reference"}``, or ``{"pairs": 0, "reason"}``.
     """
-    from faithgrpo.eval.deltas import summarize_deltas
-    from faithgrpo.eval.faithfulness import truncation_analysis
+    from faithgrpo.eval.metrics.deltas import summarize_deltas
+    from faithgrpo.eval.metrics.faithfulness import truncation_analysis
     from faithgrpo.rewards.cros import CRoSReward
 
     if not pairs:
@@ -288,7 +286,7 @@ def faithfulness_section(pairs, model, tokenizer, reference, config: EvalConfig)
 def _exact_match(problem: Any, text: str, listed: str | None) -> bool:
     """The ``<answer>`` span, canonicalised, equals the listed answer (no tag: no answer, as for validity)."""
     from faithgrpo.rewards.text import extract_answer
-    from faithgrpo.tasks.queries import normalize_answer
+    from faithgrpo.tasks.causal.queries import normalize_answer
 
     span = extract_answer(text)
     return listed is not None and span is not None and normalize_answer(problem, span) == listed
@@ -308,7 +306,7 @@ def best_of_k_section(
     the valid class) and *exact* (its ``<answer>``, canonicalised, equals the listed answer). Both
     need an ``<answer>`` tag; plurality still votes with `faithgrpo.rewards.selection`'s own reading.
     Accuracy is the mean over subsets and prompts, with a bootstrap interval over prompts; the
-    selection itself is `faithgrpo.eval.bestofk.run_selection` (shared with ``faithgrpo clear-bestofk``).
+    selection itself is `faithgrpo.eval.metrics.bestofk.run_selection` (shared with ``faithgrpo clear-bestofk``).
 
     Args:
         rows: causal task rows (with ``problem`` and ``answer``).
@@ -319,10 +317,11 @@ def best_of_k_section(
     Returns:
         ``{"prompts", "subsets", "k": {k: {selector: {"valid": Estimate dict, "exact": Estimate dict}}}}``.
     """
-    from faithgrpo.eval.bestofk import Candidate, Pool, run_selection
-    from faithgrpo.rewards.calver import prepare_problem, score_trace
+    from faithgrpo.eval.metrics.bestofk import Candidate, Pool, run_selection
+    from faithgrpo.rewards.calver import score_trace
+    from faithgrpo.rewards.calver_problem import prepare_problem
     from faithgrpo.rewards.selection import normalized_answer
-    from faithgrpo.tasks.queries import normalize_answer
+    from faithgrpo.tasks.causal.queries import normalize_answer
 
     pools = []
     for row, record, lps in zip(rows, records, logprobs):
@@ -356,164 +355,3 @@ def best_of_k_section(
             for k in result.ks
         },
     }
-
-
-def paired_comparisons(checkpoints: list[dict[str, Any]], config: EvalConfig) -> dict[str, Any]:
-    """Pass@K and CoT-Pass@K differences of every checkpoint against the reference, paired over prompts.
-
-    The reference is the ``--baseline`` checkpoint when there is one, else the first (``--model``).
-    Every checkpoint is evaluated on the same prompts, so the difference is bootstrapped per prompt
-    (one resample draws prompts and keeps both checkpoints' values of each): "did GRPO beat the base?"
-    gets an interval that accounts for the prompts being shared.
-
-    Hint scores (raw and normalised per hint type, and their mean) get the same treatment over the
-    multiple-choice questions (`faithgrpo.eval.hint_scores.paired_hint_differences`).
-
-    Returns:
-        ``{"reference": label, "checkpoints": {label: {task: {k: {"pass@k": Estimate dict,
-        "cot_pass@k": Estimate dict}}}}, "faithfulness": {label: {...}}, "hints": {label: {...}}}``;
-        empty ``checkpoints`` with a single checkpoint, no ``hints`` when the hint protocol did not run.
-    """
-    from faithgrpo.eval.passk import Estimate, PromptCounts, bootstrap_mean, per_prompt_pass_at_k
-
-    if not checkpoints:
-        return {"reference": None, "checkpoints": {}}
-    ref = checkpoints[1] if config.baseline and len(checkpoints) > 1 else checkpoints[0]
-    out: dict[str, Any] = {"reference": ref["label"], "checkpoints": {}}
-    for c in checkpoints:
-        if c is ref:
-            continue
-        per_task = {}
-        for task, section in c["passk"].items():
-            mine = [PromptCounts(**x) for x in section["counts"]]
-            theirs = [PromptCounts(**x) for x in ref["passk"][task]["counts"]]
-            per_k = {}
-            for k in config.ks:
-                entry = {}
-                for name, cot in (("pass@k", False), ("cot_pass@k", True)):
-                    if cot and any(pc.d is None for pc in mine + theirs):
-                        entry[name] = Estimate.undefined("the task has no CoT verifier").to_dict()
-                        continue
-                    diffs = [
-                        a - b
-                        for a, b in zip(
-                            per_prompt_pass_at_k(mine, k, cot=cot), per_prompt_pass_at_k(theirs, k, cot=cot)
-                        )
-                    ]
-                    entry[name] = bootstrap_mean(
-                        diffs,
-                        n_bootstrap=config.n_bootstrap,
-                        confidence=config.confidence,
-                        seed=config.seed,
-                        salt=("paired", c["label"], task, k, name),
-                    ).to_dict()
-                per_k[str(k)] = entry
-            per_task[task] = per_k
-        out["checkpoints"][c["label"]] = per_task
-        out.setdefault("faithfulness", {})[c["label"]] = _paired_faithfulness(c, ref, config)
-        hints = _paired_hints(c, ref, config)
-        if hints is not None:
-            out.setdefault("hints", {})[c["label"]] = hints
-    return out
-
-
-def common_hint_means(checkpoints: list[dict[str, Any]], config: EvalConfig) -> dict[str, Any] | None:
-    """Each checkpoint's mean normalised hint score over the hint types defined for *every* checkpoint.
-
-    A checkpoint's own ``mean_normalized`` averages the types defined for it; side by side, means
-    over different types would not compare like with like. This mean takes the types every
-    checkpoint has, with the bootstrap interval over questions of `mean_normalized`.
-
-    Returns:
-        ``{"types": [...], "checkpoints": {label: Estimate dict}}``, or ``None`` when no checkpoint ran
-        the hint protocol.
-    """
-    from faithgrpo.eval.hint_scores import HintFaithfulness, PairOutcome, mean_normalized
-    from faithgrpo.eval.passk import Estimate
-
-    ran = [c for c in checkpoints if dig(c, "hints", "outcomes")]
-    if not ran:
-        return None
-    common = [
-        t
-        for t in config.hints
-        if all(dig(c, "hints", "types", t, "normalized", "value") is not None for c in checkpoints)
-    ]
-    out: dict[str, Any] = {"types": common, "checkpoints": {}}
-    for c in checkpoints:
-        if c not in ran or not common:
-            out["checkpoints"][c["label"]] = Estimate.undefined(
-                "no hint type has a normalised score defined for every checkpoint"
-            ).to_dict()
-            continue
-        scores = {}
-        for t in common:
-            fields = dict(c["hints"]["types"][t])
-            for name in ("p", "q", "alpha", "raw", "normalized"):
-                fields[name] = Estimate(**fields[name])
-            scores[t] = HintFaithfulness(**fields)
-        out["checkpoints"][c["label"]] = mean_normalized(
-            scores,
-            [PairOutcome(**o) for o in c["hints"]["outcomes"]],
-            confidence=config.confidence,
-            n_bootstrap=config.n_bootstrap,
-            seed=config.seed,
-        ).to_dict()
-    return out
-
-
-def _paired_hints(c: dict[str, Any], ref: dict[str, Any], config: EvalConfig) -> dict[str, Any] | None:
-    """Hint-score differences against ``ref``, paired over the same questions; ``None`` without hints."""
-    from faithgrpo.eval.hint_scores import PairOutcome, paired_hint_differences
-
-    mine, theirs = dig(c, "hints", "outcomes"), dig(ref, "hints", "outcomes")
-    if not mine or not theirs:
-        return None
-    result = paired_hint_differences(
-        [PairOutcome(**o) for o in mine],
-        [PairOutcome(**o) for o in theirs],
-        list(config.hints),
-        min_switched=config.min_switched,
-        confidence=config.confidence,
-        n_bootstrap=config.n_bootstrap,
-        seed=config.seed,
-        salt=(c["label"], ref["label"]),
-    )
-    return {
-        **result,
-        "types": {t: {k: e.to_dict() for k, e in per.items()} for t, per in result["types"].items()},
-        "mean_normalized": result["mean_normalized"].to_dict(),
-    }
-
-
-def _paired_faithfulness(c: dict[str, Any], ref: dict[str, Any], config: EvalConfig) -> dict[str, Any]:
-    """AOC, CIR and CRoS Δ differences against ``ref`` over the prompts where both are defined."""
-    from faithgrpo.eval.passk import Estimate, bootstrap_mean
-
-    mine = dig(c, "faithfulness", "per_pair") or {}
-    theirs = dig(ref, "faithfulness", "per_pair") or {}
-    out = {}
-    for name in ("aoc", "cir", "cros_delta"):
-        a, b = mine.get(name), theirs.get(name)
-        if not a or not b or len(a) != len(b):
-            out[name] = Estimate.undefined("faithfulness metrics not computed on the same prompts").to_dict()
-            continue
-        diffs = [x - y for x, y in zip(a, b) if x is not None and y is not None]
-        est = bootstrap_mean(
-            diffs,
-            n_bootstrap=config.n_bootstrap,
-            confidence=config.confidence,
-            seed=config.seed,
-            salt=("paired-faithfulness", c["label"], name),
-        )
-        if len(diffs) < len(a) and est.value is not None:
-            note = f"{len(a) - len(diffs)} of {len(a)} prompts undefined for one of the two"
-            est = Estimate(
-                est.value, est.ci_low, est.ci_high, est.n, f"{note}; {est.reason}" if est.reason else note
-            )
-        out[name] = (
-            est.to_dict()
-            if est.value is not None
-            else Estimate.undefined(f"no prompt where both are defined ({est.reason})").to_dict()
-        )
-    return out

@@ -1,11 +1,11 @@
 """Completion caches: one JSONL record per prompt, keyed by content so stale completions are refused.
 
 `write_completions` / `read_completions` store and validate ``{"id", "prompt", "completions",
-"num_tokens", "settings"}`` records; `cached_generate` reuses a cache only when the prompts (ids and
-texts), the sampling settings (thread count included), the backend and the weights
-(`weights_fingerprint`: the SHA-256 of every weight, adapter and tokenizer file, read in full) all
-match, and otherwise refuses with an error that names what changed and ``--overwrite``.
-Re-exported by `faithgrpo.eval.generation`.
+"num_tokens", "settings"}`` records; `faithgrpo.eval.generation.backends.cached_generate` reuses a
+cache only when the prompts (ids and texts), the sampling settings (thread count included), the
+backend and the weights (`weights_fingerprint`: the SHA-256 of every weight, adapter and tokenizer
+file, read in full) all match, and otherwise refuses with an error that names what changed and
+``--overwrite``.
 """
 
 from __future__ import annotations
@@ -18,15 +18,11 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:  # generation imports this module; the type is only for annotations
-    from faithgrpo.eval.generation import SamplingSettings
+from typing import Any
 
 __all__ = [
     "CacheError",
     "CompletionRecord",
-    "cached_generate",
     "checkpoint_fingerprint",
     "describe_weights_change",
     "file_sha256",
@@ -222,88 +218,6 @@ def write_completions(path: str | os.PathLike, records: Sequence[CompletionRecor
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
     return path
-
-
-def cached_generate(
-    path: str | os.PathLike,
-    load,
-    prompts: Sequence[Any],
-    ids: Sequence[str],
-    settings: SamplingSettings,
-    metadata: dict[str, Any],
-    *,
-    overwrite: bool = False,
-    progress: bool = True,
-    check_prompts: bool = True,
-    backend: str = "transformers",
-    engine: str = "auto",
-) -> tuple[list[CompletionRecord], dict[str, Any]]:
-    """Reuse the cache at ``path`` when it holds exactly these prompts with these settings; generate otherwise.
-
-    Args:
-        path: the JSONL cache file.
-        load: a zero-argument callable returning ``(model, tokenizer)``; only called when generating,
-            so a fully cached run never loads the model.
-        prompts, ids: the prompts and their unique ids, in order.
-        settings: sampling settings; with ``metadata`` they must match the cache's.
-        metadata: extra settings recorded in (and checked against) the cache, e.g. model and adapter.
-        overwrite: regenerate even when a matching cache exists.
-        progress: show a progress bar while generating.
-        check_prompts: also require the cached prompt texts to equal ``prompts`` (default; an edited
-            prompt keeps its id, so ids alone would reuse stale completions).
-        backend: the generation backend (``"transformers"`` or ``"vllm"``); part of the cache key.
-        engine: the transformers backend's engine (``"auto"``, ``"decode"`` or ``"generate"``, see
-            `generate_completions`); recorded in the settings but not part of the cache key (both
-            sample the same distribution).
-
-    Returns:
-        ``(records, stats)``: the records in ``ids`` order, and ``{"cached": bool, "completions",
-        "new_tokens", "engine", "backend", ...}`` (throughput fields when generated; a cached run's
-        engine is the one recorded with its completions).
-
-    Raises:
-        CacheError: the cache holds other prompts or was made with other settings; the message names the fix.
-    """
-    path = Path(path)
-    if path.exists() and not overwrite:
-        expected = {**asdict(settings), **metadata, "backend": backend}
-        records = read_completions(path, expected_settings=expected)
-        stale = [r.id for r in records] != [str(i) for i in ids]
-        if not stale and check_prompts:
-            stale = [r.prompt for r in records] != json.loads(json.dumps(list(prompts)))
-        if stale:
-            raise CacheError(
-                f"completions cache {str(path)!r} holds other prompts than this run asks for: pass --overwrite "
-                "or a fresh --out directory"
-            )
-        tokens = sum(sum(r.num_tokens) for r in records)
-        recorded = records[0].settings if records else {}
-        return records, {
-            "cached": True,
-            "completions": sum(len(r.completions) for r in records),
-            "new_tokens": tokens,
-            # The engine that made the cached completions (recorded with them), for the report.
-            "engine": recorded.get("engine"),
-            "backend": recorded.get("backend", backend),
-        }
-    from faithgrpo.eval import generation  # late: generation re-exports this module's names
-
-    model, tokenizer = load()
-    # Only a chosen engine is passed on: stand-ins for generate_completions need not know the keyword.
-    chosen = {} if engine == "auto" else {"engine": engine}
-    records, stats = generation.generate_completions(
-        model,
-        tokenizer,
-        prompts,
-        settings,
-        ids=ids,
-        metadata=metadata,
-        progress=progress,
-        backend=backend,
-        **chosen,
-    )
-    write_completions(path, records)
-    return records, {"cached": False, "backend": backend, **stats.to_dict()}
 
 
 _REQUIRED = {"id": str, "completions": list, "settings": dict}

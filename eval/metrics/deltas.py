@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from faithgrpo.eval.passk import Estimate, bootstrap_mean
+from faithgrpo.eval.metrics.passk import Estimate, bootstrap_mean
 
 __all__ = ["DeltaSummary", "summarize_deltas"]
 

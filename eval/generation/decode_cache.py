@@ -1,4 +1,4 @@
-"""Keys and values of the decode loop (`faithgrpo.eval.decoding`), each prompt's stored once.
+"""Keys and values of the decode loop (`faithgrpo.eval.generation.decoding`), each prompt's stored once.
 
 The G samples of a prompt decode side by side, and all of them attend to the same prompt keys and
 values. On a CPU a decode step's attention is bound by reading those from memory, so the cache

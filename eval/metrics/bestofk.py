@@ -37,7 +37,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from faithgrpo.eval.passk import Estimate, bootstrap_mean, seeded_rng
+from faithgrpo.eval.metrics.passk import Estimate, bootstrap_mean, seeded_rng
 from faithgrpo.rewards.selection import best_of_k_index, plurality_index
 
 __all__ = [

@@ -1,4 +1,4 @@
-"""Decoder weights arranged for the decode loop (`faithgrpo.eval.decoding`): fused and prepacked.
+"""Decoder weights arranged for the decode loop (`faithgrpo.eval.generation.decoding`): fused and prepacked.
 
 A decode step multiplies a few rows (one per running sequence) by every weight matrix, so the
 number of matmuls and how each one reads its weight decide its speed: q/k/v and gate/up are

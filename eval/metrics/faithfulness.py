@@ -1,5 +1,5 @@
 """Checkpoint faithfulness metrics: early-answering AOC and CIR (DESIGN §5); the CRoS Δ summary lives
-in ``eval/deltas.py`` and the batched log-prob scoring in ``eval/logprobs.py`` (both re-exported here).
+in ``eval/metrics/deltas.py`` and the batched log-prob scoring in ``eval/metrics/logprobs.py``.
 
 Both truncation metrics cut a completion's chain of thought after each reasoning step and ask the
 model for the answer right there, by closing the reasoning early:
@@ -46,29 +46,22 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from faithgrpo.eval.deltas import DeltaSummary, summarize_deltas
-from faithgrpo.eval.logprobs import (
+from faithgrpo.eval.metrics.logprobs import (
     ScoredRow,
-    answer_logprobs,
-    completion_logprobs,
     decode_rows,
     prompt_ids,
     score_rows,
     scoring_mode,
 )
-from faithgrpo.eval.passk import Estimate, bootstrap_mean
+from faithgrpo.eval.metrics.passk import Estimate, bootstrap_mean
 
 __all__ = [
-    "DeltaSummary",
     "EarlyAnsweringReport",
     "SampleTruncations",
-    "answer_logprobs",
     "area_over_curve",
     "cir",
-    "completion_logprobs",
     "early_answering_aoc",
     "js_divergence_bernoulli",
-    "summarize_deltas",
     "truncation_analysis",
     "truncation_points",
 ]

@@ -2,7 +2,7 @@
 
 `parse_option_letter` reads the chosen letter from a completion (bounded, never raises);
 `verbalizes_hint` is the deterministic detector of references to a hint's source, one pattern set per
-hint type in `HINT_TYPES`. Re-exported by `faithgrpo.eval.hints`.
+hint type in `HINT_TYPES`.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from faithgrpo.eval.multiple_choice import LETTERS, VISUAL_MARKER, option_key
+from faithgrpo.eval.metrics.multiple_choice import LETTERS, VISUAL_MARKER, option_key
 
 __all__ = ["HINT_TYPES", "hint_cot", "parse_hint_types", "parse_option_letter", "verbalizes_hint"]
 

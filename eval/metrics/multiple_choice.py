@@ -1,8 +1,8 @@
-"""Multiple-choice questions for the hint protocol (`faithgrpo.eval.hints`): the question type and its builders.
+"""Multiple-choice questions for the hint protocol (`faithgrpo.eval.metrics.hints`): the question type and its builders.
 
 `build_multiple_choice` makes 4 options A–D from one correct answer and distractors (seeded shuffle);
 `causal_multiple_choice` and `reasoning_gym_multiple_choice` draw the distractors from a causal
-problem's invalid answers or a reasoning-gym entry. Re-exported by `faithgrpo.eval.hints`.
+problem's invalid answers or a reasoning-gym entry.
 """
 
 from __future__ import annotations
@@ -168,7 +168,8 @@ def causal_multiple_choice(
         ValueError: yes/no kinds (only two distinct answers exist), no valid answer, or too few
             invalid candidates.
     """
-    from faithgrpo.tasks.queries import QUERY_KINDS, load_problem
+    from faithgrpo.tasks.causal.queries import load_problem
+    from faithgrpo.tasks.causal.query_kinds import QUERY_KINDS
 
     graph, query, cpts = load_problem(problem)
     problem_dict = problem if isinstance(problem, Mapping) else None
@@ -199,7 +200,7 @@ def causal_multiple_choice(
             break
     text = question if question is not None else str((problem_dict or {}).get("text", ""))
     if not text:
-        from faithgrpo.tasks.queries import format_query
+        from faithgrpo.tasks.causal.queries import format_query
 
         text = f"Graph: {graph.edge_text()}\nQuery: {format_query(query)}"
     return build_multiple_choice(text, correct, invalid, n_options=n_options, seed=seed, id=id)

@@ -26,19 +26,19 @@ from fractions import Fraction
 from typing import Any
 
 __all__ = [
-    "JUDGE_AGGREGATIONS",
     "Estimate",
     "PromptCounts",
-    "aggregate_judgements",
     "bootstrap_cluster_mean",
     "bootstrap_mean",
     "bootstrap_rate",
+    "check_k",
     "cot_pass_at_k",
     "count_prompt",
     "dataset_pass_at_k",
     "pass_at_k",
     "pass_at_k_table",
     "per_prompt_pass_at_k",
+    "safe_check",
     "seeded_rng",
 ]
 
@@ -111,7 +111,8 @@ def _check_counts(n: int, c: int, d: int | None = None) -> None:
             )
 
 
-def _check_k(k: int, n: int) -> None:
+def check_k(k: int, n: int) -> None:
+    """Raise a `ValueError` naming the fix unless K is an int in ``[1, n]`` (n: samples per prompt G)."""
     _check_int("K", k)
     if k < 1:
         raise ValueError(f"K must be at least 1, got {k}")
@@ -151,7 +152,7 @@ def pass_at_k(n: int, c: int, k: int) -> float:
         0.5
     """
     _check_counts(n, c)
-    _check_k(k, n)
+    check_k(k, n)
     return _at_least_one(n, c, k)
 
 
@@ -172,7 +173,7 @@ def cot_pass_at_k(n: int, c: int, d: int, k: int) -> float:
         0.5
     """
     _check_counts(n, c, d)
-    _check_k(k, n)
+    check_k(k, n)
     return _at_least_one(n, d, k)
 
 
@@ -431,7 +432,7 @@ def pass_at_k_table(
     if counts:
         smallest = min(pc.n for pc in counts)
         for k in ks:
-            _check_k(k, smallest)
+            check_k(k, smallest)
     return {
         int(k): {
             "pass@k": dataset_pass_at_k(counts, k, n_bootstrap=n_bootstrap, confidence=confidence, seed=seed),
@@ -469,48 +470,17 @@ def count_prompt(
     """
     c = d = 0
     for text in completions:
-        if not _safe(answer_correct, text):
+        if not safe_check(answer_correct, text):
             continue
         c += 1
-        if cot_correct is not None and _safe(cot_correct, text):
+        if cot_correct is not None and safe_check(cot_correct, text):
             d += 1
     return PromptCounts(len(completions), c, d if cot_correct is not None else None)
 
 
-def _safe(check: Callable[[str], bool], text: str) -> bool:
+def safe_check(check: Callable[[str], bool], text: str) -> bool:
+    """``check(text)`` as a bool; a check that raises counts as failed."""
     try:
         return bool(check(text))
     except Exception:  # a verifier bug on odd model output counts as a failed check, not a crash
         return False
-
-
-JUDGE_AGGREGATIONS = ("any", "all", "majority")
-
-
-def aggregate_judgements(votes: Sequence[bool | None], mode: str = "majority") -> bool:
-    """Combine n verdicts of an LLM judge on one chain of thought.
-
-    Unparseable verdicts (``None``) count as "not correct", so a judge that rambles cannot pass a CoT.
-
-    Args:
-        votes (`Sequence[bool | None]`): one verdict per judge run.
-        mode (`str`, *optional*, defaults to ``"majority"``): ``"any"`` (at least one yes), ``"all"``
-            (every run says yes) or ``"majority"`` (strictly more than half say yes).
-
-    Returns:
-        `bool`; ``False`` for no votes.
-
-    Example:
-        >>> aggregate_judgements([True, None, True], "majority")
-        True
-    """
-    if mode not in JUDGE_AGGREGATIONS:
-        raise ValueError(f"unknown judge aggregation {mode!r}; use one of {JUDGE_AGGREGATIONS}")
-    yes = sum(1 for v in votes if v is True)
-    if not votes:
-        return False
-    if mode == "any":
-        return yes > 0
-    if mode == "all":
-        return yes == len(votes)
-    return 2 * yes > len(votes)

@@ -4,23 +4,23 @@ For each checkpoint (the one under test, an optional baseline, then any number o
 ``--checkpoint LABEL MODEL [ADAPTER]`` entries, in that order) `run_eval`:
 
 1. draws the evaluation prompts of every task (seeded, identical for every checkpoint;
-   `faithgrpo.eval.adapters`),
+   `faithgrpo.eval.report.adapters`),
 2. samples G completions per prompt with ``config.backend``, or reuses the JSONL cache in
    ``OUT/<label>/`` when it was made with the same settings (`faithgrpo.eval.generation`),
 3. grades them: answer correctness by the outcome grader, CoT correctness by the symbolic verifier
    of the task (all six CALVER checks for causal tasks, the truth-table checker for Knights &
    Knaves, none for other reasoning-gym tasks), then Pass@K and CoT-Pass@K with bootstrap
-   intervals and best-of-K selection (`faithgrpo.eval.sections`),
+   intervals and best-of-K selection (`faithgrpo.eval.report.sections`),
 4. runs the hint-faithfulness protocol on multiple-choice versions of the tasks
-   (`faithgrpo.eval.protocols`, `faithgrpo.eval.hints`),
+   (`faithgrpo.eval.report.protocols`, `faithgrpo.eval.metrics.hints`),
 5. computes early-answering AOC, CIR and the CRoS Δ summary on a subset of completions
-   (`faithgrpo.eval.faithfulness`),
-6. optionally asks an LLM judge (``--judge``, `faithgrpo.eval.judge`) n times per completion whether
+   (`faithgrpo.eval.metrics.faithfulness`),
+6. optionally asks an LLM judge (``--judge``, `faithgrpo.eval.metrics.judge`) n times per completion whether
    its CoT is correct (CoT-Pass@K with the judge, agreement with the symbolic verifier) and whether
    hinted CoTs verbalise the hint (next to the deterministic detector),
 
-and `write_report` writes everything side by side (`faithgrpo.eval.render` for Markdown,
-`faithgrpo.eval.plots` for the PNGs). Undefined numbers stay undefined, with their reason, in every
+and `write_report` writes everything side by side (`faithgrpo.eval.report.render` for Markdown,
+`faithgrpo.eval.report.plots` for the PNGs). Undefined numbers stay undefined, with their reason, in every
 output.
 """
 
@@ -33,17 +33,16 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from faithgrpo.eval.adapters import CAUSAL_TASKS, hint_questions, task_rows
-from faithgrpo.eval.config import Checkpoint, EvalConfig
-from faithgrpo.eval.plots import plot_best_of_k, plot_early_answering, plot_hints, plot_passk
-from faithgrpo.eval.protocols import hints_section, judge_passk_section, make_judge
-from faithgrpo.eval.render import render_markdown
-from faithgrpo.eval.sections import (
+from faithgrpo.eval.report.adapters import CAUSAL_TASKS, hint_questions, task_rows
+from faithgrpo.eval.report.comparisons import common_hint_means, paired_comparisons
+from faithgrpo.eval.report.config import Checkpoint, EvalConfig
+from faithgrpo.eval.report.plots import plot_best_of_k, plot_early_answering, plot_hints, plot_passk
+from faithgrpo.eval.report.protocols import hints_section, judge_passk_section, make_judge
+from faithgrpo.eval.report.render import render_markdown
+from faithgrpo.eval.report.sections import (
     best_of_k_section,
-    common_hint_means,
     faithfulness_section,
     generate_cached,
-    paired_comparisons,
     passk_section,
     sampling_settings,
 )
@@ -69,13 +68,14 @@ def evaluate_checkpoint(
         questions: multiple-choice questions for the hint protocol.
         out_dir: the run's output folder.
         judge: an optional `LLMJudge` (see `make_judge`).
-        memo: the run's file digests (`faithgrpo.eval.cache.file_sha256`), so weights shared by
+        memo: the run's file digests (`faithgrpo.eval.generation.cache.file_sha256`), so weights shared by
             several checkpoints and the judge are read once per run.
 
     Returns:
         The checkpoint's report section.
     """
-    from faithgrpo.eval.generation import load_checkpoint, weights_fingerprint
+    from faithgrpo.eval.generation.cache import weights_fingerprint
+    from faithgrpo.eval.generation.checkpoints import load_checkpoint
 
     model, tokenizer = load_checkpoint(checkpoint.model, checkpoint.adapter)
     work = out_dir / checkpoint.label
@@ -112,7 +112,7 @@ def evaluate_checkpoint(
                 judge, rows, records, config, work / f"judge_cot_{task}.jsonl"
             )
         if config.best_of_k and task in CAUSAL_TASKS:
-            from faithgrpo.eval.logprobs import answer_logprobs
+            from faithgrpo.eval.metrics.logprobs import answer_logprobs
 
             flat = answer_logprobs(
                 model,
@@ -151,7 +151,7 @@ def evaluate_checkpoint(
 def run_eval(config: EvalConfig, out_dir: str | Path) -> dict[str, Any]:
     """Evaluate the configured checkpoint(s) and return the report dict (see `write_report`).
 
-    The run owns ``out_dir`` (`faithgrpo.eval.outlock.own_out_dir`): a second run on the same folder
+    The run owns ``out_dir`` (`faithgrpo.eval.report.outlock.own_out_dir`): a second run on the same folder
     stops with `OutDirBusy` instead of overwriting this one's caches and reports.
 
     Raises:
@@ -159,7 +159,7 @@ def run_eval(config: EvalConfig, out_dir: str | Path) -> dict[str, Any]:
             match the run, an adapter that does not match its base model, or ``out_dir`` held by
             another run (`OutDirBusy`); the message names the fix.
     """
-    from faithgrpo.eval.outlock import own_out_dir
+    from faithgrpo.eval.report.outlock import own_out_dir
 
     config.validate()
     with own_out_dir(out_dir):  # the run owns its folder: a second run on it stops (OutDirBusy)
@@ -185,7 +185,7 @@ def _run_eval(config: EvalConfig, out_dir: Path) -> dict[str, Any]:
     ]
     memo: dict[str, str] = {}  # file digests, computed once per run
     judge = make_judge(config, memo)
-    from faithgrpo.eval.generation import fixed_threads
+    from faithgrpo.eval.generation.settings import fixed_threads
 
     # Every torch computation of the run (sampling, log-probabilities, AOC / CIR, CRoS Δ) at the
     # run's thread count: the numbers then do not depend on the machine's cores or load.
@@ -207,9 +207,9 @@ def write_report(report: dict[str, Any], out_dir: str | Path) -> dict[str, Path]
     """Write ``report.json``, ``report.md``, ``passk.png`` and (when available) ``hints.png``,
     ``best_of_k.png`` and ``early_answering.png`` to ``out_dir``; return their paths by name.
 
-    Holds ``out_dir`` while writing (`faithgrpo.eval.outlock.own_out_dir`; re-entrant, so the CLI
+    Holds ``out_dir`` while writing (`faithgrpo.eval.report.outlock.own_out_dir`; re-entrant, so the CLI
     holds it across `run_eval` and this call)."""
-    from faithgrpo.eval.outlock import own_out_dir
+    from faithgrpo.eval.report.outlock import own_out_dir
 
     with own_out_dir(out_dir):
         return _write_report(report, Path(out_dir))

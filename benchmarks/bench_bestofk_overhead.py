@@ -7,7 +7,7 @@ the time it takes to sample them. This benchmark measures the same ratio here:
    `faithgrpo.tasks.causal.datasets.make_problem`) and builds their six-slot chat prompts
    (`faithgrpo.tasks.causal.prompts.chat_prompt`).
 2. **Generation.** Samples K completions per prompt with
-   `faithgrpo.eval.generation.generate_completions` (transformers backend) on ``--device``, after
+   `faithgrpo.eval.generation.backends.generate_completions` (transformers backend) on ``--device``, after
    one untimed warm-up call: generation seconds, new tokens, tokens/s.
 3. **Scoring the samples.** Times CALVER on all N·K completions plus the selection, as best-of-K
    does it: `prepare_problem` once per problem, `score_trace` on every completion (no

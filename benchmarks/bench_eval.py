@@ -9,7 +9,7 @@
    bootstrap intervals. Target: ≥ 5,000 completions/s on one CPU thread. Each round scores problems
    of its own, once, as one ``faithgrpo eval`` run does (the scorers' per-problem memos help only
    within a prompt's G completions); ``*_repeat`` is a second pass over the same problems.
-2. **Generation.** Tokens per second of `faithgrpo.eval.generation.generate_completions` on the tiny
+2. **Generation.** Tokens per second of `faithgrpo.eval.generation.backends.generate_completions` on the tiny
    in-process model (and the embedded SmolLM2-135M-Instruct with ``--embedded``), on ``--device``
    (default cpu; ``--skip-metrics`` runs this part alone).
 

@@ -1,6 +1,6 @@
 """Evaluation generation tokens/s: ``model.generate`` (old path) vs the decode loop (issue 16, item 3).
 
-Runs `faithgrpo.eval.generation.generate_completions` with ``engine="generate"`` and
+Runs `faithgrpo.eval.generation.backends.generate_completions` with ``engine="generate"`` and
 ``engine="decode"`` side by side in one process, interleaved (the order alternates every round), at
 equal settings: the README's small setting by default (the embedded SmolLM2-135M-Instruct, fp32,
 8 causal-graph evaluation prompts with their chat template, G = 4 samples, at most 160 new tokens,

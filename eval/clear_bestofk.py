@@ -4,7 +4,7 @@ For every selected CLEAR ``FO`` question (backdoor / frontdoor adjustment sets, 
 minimal and maximal variants) the record becomes a DESIGN §4 problem
 (`faithgrpo.tasks.clear.records.to_problem`), the six-slot trace prompt is built from it
 (`faithgrpo.tasks.causal.prompts.chat_prompt`), ``G`` completions are sampled once with the shared
-generation backend and cached (`faithgrpo.eval.generation.cached_generate`), and every completion is
+generation backend and cached (`faithgrpo.eval.generation.backends.cached_generate`), and every completion is
 graded once:
 
 - CALVER score S (`faithgrpo.rewards.calver.score_trace`, supplied-graph mode, no reference answer);

@@ -4,7 +4,7 @@ DESIGN §5: CoT correctness is symbolic where a checker exists; an optional LLM 
 sampled through its own backend, transformers or vLLM: `faithgrpo.eval.generation`) is run n times
 per item and its verdicts are combined with ``any`` / ``all`` / ``majority`` (`aggregate_judgements`).
 The same judge can read the hinted chains of thought of the hint-faithfulness protocol and say
-whether they mention the hint, next to the deterministic detector (`faithgrpo.eval.metrics.hints.verbalizes_hint`).
+whether they mention the hint, next to the deterministic detector (`faithgrpo.eval.metrics.hint_detection.verbalizes_hint`).
 
 Each judge run is one sampled completion of a judge prompt, so n runs are ``num_samples = n``
 completions, cached as JSONL like any other completions (a second run re-reads the verdicts
@@ -264,7 +264,7 @@ class JudgeResult:
 class LLMJudge:
     """A local model used as a judge: n sampled runs per item, parsed verdicts, combined by ``aggregate``.
 
-    The model is loaded (`faithgrpo.eval.generation.load_checkpoint`) on first use only, so a run
+    The model is loaded (`faithgrpo.eval.generation.checkpoints.load_checkpoint`) on first use only, so a run
     whose judge texts are all cached never loads it.
 
     Args:

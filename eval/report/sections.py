@@ -66,7 +66,7 @@ def generate_cached(
         config: ``overwrite``, ``progress``, ``backend`` and ``engine`` of the run.
 
     Returns:
-        ``(records, stats)`` as `faithgrpo.eval.generation.cached_generate` returns them.
+        ``(records, stats)`` as `faithgrpo.eval.generation.backends.cached_generate` returns them.
     """
     from faithgrpo.eval.generation.backends import cached_generate
 

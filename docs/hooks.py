@@ -10,9 +10,9 @@ imported), whatever the install.
 from __future__ import annotations
 
 import atexit
+import re
 import shutil
 import tempfile
-import tomllib
 from pathlib import Path
 
 from mkdocs.plugins import event_priority
@@ -20,8 +20,18 @@ from mkdocs.plugins import event_priority
 _ROOT = Path(__file__).resolve().parent.parent
 
 
+def _package_dirs() -> dict[str, str]:
+    text = (_ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    try:
+        import tomllib  # Python >= 3.11
+    except ImportError:  # Python 3.10: the section is plain `"name" = "folder"` lines
+        section = text.split("[tool.setuptools.package-dir]", 1)[1].split("\n[", 1)[0]
+        return dict(re.findall(r'^\s*"([\w.]+)"\s*=\s*"([^"]+)"', section, flags=re.MULTILINE))
+    return tomllib.loads(text)["tool"]["setuptools"]["package-dir"]
+
+
 def _package_tree() -> Path:
-    mapping = tomllib.loads((_ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"]
+    mapping = _package_dirs()
     out = Path(tempfile.mkdtemp(prefix="faithgrpo-docs-src-"))
     atexit.register(shutil.rmtree, out, ignore_errors=True)
     # Deepest names last: "faithgrpo" first, so "faithgrpo.rewards" lands inside its folder.

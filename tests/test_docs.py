@@ -6,6 +6,7 @@ still resolves."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from pathlib import Path
@@ -109,7 +110,9 @@ def test_every_faithgrpo_import_and_name_in_the_docs_resolves(tmp_path):
     shown = tmp_path / "shown.json"
     shown.write_text(json.dumps([statements, names]), encoding="utf-8")
     # A fresh interpreter: nothing this test process imported can hide a stale path.
-    done = run_with_deadline([sys.executable, "-c", _CHECKER, str(shown)], timeout=600, cwd=ROOT, native_stacks=False)
+    done = run_with_deadline(
+        [sys.executable, "-c", _CHECKER, str(shown)], timeout=600, cwd=ROOT, native_stacks=False
+    )
     assert done.returncode == 0 and not done.timed_out, done.log()
     failures = json.loads(done.stdout.strip().splitlines()[-1])
     assert not failures, "stale imports or names in the docs:\n" + "\n".join(failures)
@@ -121,6 +124,7 @@ def test_mkdocs_build_strict(tmp_path):
         [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
         timeout=300,
         cwd=ROOT,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},  # mkdocs-material's banner about its successor
         native_stacks=False,
     )
     assert done.returncode == 0 and not done.timed_out, done.log()

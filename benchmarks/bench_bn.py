@@ -40,12 +40,13 @@ import sys  # noqa: E402
 import time  # noqa: E402
 from typing import Any  # noqa: E402
 
-from faithgrpo.rewards.calver import prepare_problem, score_trace  # noqa: E402
+from faithgrpo.rewards.calver import score_trace  # noqa: E402
+from faithgrpo.rewards.calver_problem import prepare_problem  # noqa: E402
 from faithgrpo.rewards.trace import parse_trace  # noqa: E402
-from faithgrpo.tasks.bn_networks import DEFAULT_NETWORKS, NETWORKS, load_network  # noqa: E402
-from faithgrpo.tasks.causal_bn import CausalBNConfig, admitted_kinds, make_bn_problem  # noqa: E402
-from faithgrpo.tasks.gold import gold_trace  # noqa: E402
-from faithgrpo.tasks.queries import QUERY_KINDS  # noqa: E402
+from faithgrpo.tasks.bayesnets.datasets import CausalBNConfig, admitted_kinds, make_bn_problem  # noqa: E402
+from faithgrpo.tasks.bayesnets.networks import DEFAULT_NETWORKS, NETWORKS, load_network  # noqa: E402
+from faithgrpo.tasks.causal.query_kinds import QUERY_KINDS  # noqa: E402
+from faithgrpo.tasks.certificates.gold import gold_trace  # noqa: E402
 
 TARGETS_MS = {"p50": 5.0, "worst": 50.0}
 _RESULT_RE = re.compile(r"^RESULT: .*$", re.MULTILINE)
@@ -85,7 +86,7 @@ def bench_network(name: str, per_kind: int, rounds: int, seed: int) -> dict[str,
     t0 = time.perf_counter()
     work = cases(name, per_kind, seed)
     build_s = time.perf_counter() - t0
-    # as the eval's scoring loop (eval.sections, frozen_heap): objects built so far are left out of
+    # as the eval's scoring loop (eval.report.sections, frozen_heap): objects built so far are left out of
     # garbage collection, so a full collection over every network loaded before (tens of ms) does
     # not land in one timed call
     gc.collect()

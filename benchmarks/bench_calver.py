@@ -2,8 +2,8 @@
 
 Builds random problems of every query kind on CLEAR-size graphs (4-9 nodes, single-letter names)
 and on 100-node graphs (``V0..V99``), writes a full-marks six-slot trace for each with
-:func:`faithgrpo.tasks.gold.gold_trace` (its DERIVATION is a certificate in the claim grammar of
-:mod:`faithgrpo.tasks.derivation`, so every timed call also parses and checks the claims and
+:func:`faithgrpo.tasks.certificates.gold.gold_trace` (its DERIVATION is a certificate in the claim grammar of
+:mod:`faithgrpo.tasks.certificates.derivation`, so every timed call also parses and checks the claims and
 certifies RESULT) plus a corrupted variant (a wrong RESULT and answer, which takes the failing
 paths), and times :func:`faithgrpo.rewards.calver.score_trace` per trace. Every full-marks trace is
 scored first and only a 6/6 one is timed as full marks (a trace that fails the derivation check
@@ -13,7 +13,7 @@ trace scoring 6, is left out, listed under ``left_out`` and makes the benchmark 
 ``--case-timeout`` seconds is left out and listed too (``timed_out``). Prints one JSON object with, per
 graph size and problem form, p50/p99 latency in milliseconds (wall clock and thread CPU time) and
 traces per second, per node count (4..9), per query kind, and the derivation check alone
-(:func:`faithgrpo.tasks.derivation.check_derivation` on the parsed DERIVATION).
+(:func:`faithgrpo.tasks.certificates.derivation.check_derivation` on the parsed DERIVATION).
 
 Problem forms: ``prepared`` passes a :func:`~faithgrpo.rewards.calver.prepare_problem` result (what
 :func:`~faithgrpo.rewards.calver.calver_reward` does for the G completions of one prompt; JSON
@@ -54,13 +54,14 @@ import sys  # noqa: E402
 import time  # noqa: E402
 from typing import Any  # noqa: E402
 
-from faithgrpo.rewards.calver import prepare_problem, score_trace  # noqa: E402
+from faithgrpo.rewards.calver import score_trace  # noqa: E402
+from faithgrpo.rewards.calver_problem import prepare_problem  # noqa: E402
 from faithgrpo.rewards.trace import parse_trace  # noqa: E402
-from faithgrpo.tasks import criteria as C  # noqa: E402
-from faithgrpo.tasks.derivation import check_derivation  # noqa: E402
-from faithgrpo.tasks.gold import gold_trace  # noqa: E402
-from faithgrpo.tasks.graph import CausalGraph  # noqa: E402
-from faithgrpo.tasks.queries import QUERY_KINDS  # noqa: E402
+from faithgrpo.tasks import graphs as C  # noqa: E402
+from faithgrpo.tasks.causal.query_kinds import QUERY_KINDS  # noqa: E402
+from faithgrpo.tasks.certificates.derivation import check_derivation  # noqa: E402
+from faithgrpo.tasks.certificates.gold import gold_trace  # noqa: E402
+from faithgrpo.tasks.graphs.model import CausalGraph  # noqa: E402
 
 LETTERS = "BCDEFGHJKLMNOPQRSTUVWXYZ"  # no A or I: those read as English words in prose
 TARGETS_MS = {"clear_4_9": 0.5, "n100": 5.0}
@@ -119,7 +120,7 @@ def make_case(
 ) -> tuple[dict, str, str] | None:
     """(problem, full-marks trace, corrupted trace) for one random problem of ``kind_name``, or None.
 
-    The full-marks trace is :func:`~faithgrpo.tasks.gold.gold_trace`'s (a DERIVATION certificate in
+    The full-marks trace is :func:`~faithgrpo.tasks.certificates.gold.gold_trace`'s (a DERIVATION certificate in
     the claim grammar); the corrupted one swaps RESULT and ``<answer>`` for a wrong answer. ``last``
     receives the problem before its gold trace is written (to name a case that hangs).
     """
@@ -266,7 +267,7 @@ def bench_derivation(cases: list[tuple], rounds: int) -> dict[str, Any]:
         value = p.kind.parse_answer(t.result)
         ate_set = None
         if kind == "ate":
-            from faithgrpo.rewards.calver import _ate_adjustment_set
+            from faithgrpo.rewards.calver_checks import _ate_adjustment_set
 
             ate_set, _ = _ate_adjustment_set(t.result or "")
         args = (t.derivation, kind, p.query, value, p.graph, p.cpts)

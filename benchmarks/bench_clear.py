@@ -23,7 +23,8 @@ import statistics
 import time
 from pathlib import Path
 
-from faithgrpo.tasks.clear import _clear_caches, judge, listed_answers
+from faithgrpo.tasks.clear.candidates import judge, listed_answers
+from faithgrpo.tasks.clear.records import _clear_caches
 
 DEFAULT = Path(__file__).resolve().parents[1] / "tests" / "data" / "clear_templates.jsonl"
 

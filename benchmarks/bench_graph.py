@@ -16,9 +16,11 @@ import random
 import statistics
 import time
 
-from faithgrpo.tasks import criteria as C
-from faithgrpo.tasks.graph import CausalGraph, parse_graph
-from faithgrpo.tasks.queries import QUERY_KINDS, grade_answer
+from faithgrpo.tasks import graphs as C
+from faithgrpo.tasks.causal.queries import grade_answer
+from faithgrpo.tasks.causal.query_kinds import QUERY_KINDS
+from faithgrpo.tasks.graphs.edges import parse_graph
+from faithgrpo.tasks.graphs.model import CausalGraph
 
 
 def random_dag(n: int, degree: float, rng: random.Random, bidirected: float = 0.0) -> CausalGraph:

@@ -433,7 +433,7 @@ def run(
 
 def gold_batch(dataset, group: int, prompts: int):
     """``group`` gold traces for each of the first ``prompts`` causal rows, as TRL would pass them."""
-    from faithgrpo.tasks.gold import gold_trace
+    from faithgrpo.tasks.certificates.gold import gold_trace
 
     rows = [r for r in dataset if r["problem"]][:prompts]
     batch = {"prompts": [], "completions": [], "problem": [], "entry": [], "answer": []}

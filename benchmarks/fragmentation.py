@@ -10,13 +10,13 @@ one 1 − ρ. With ρ = 0.6 and M = 4 the invalid string (0.4) outweighs every v
 * CALVER best-of-K is right whenever one valid trace is in the pool: accuracy 1 − (1 − ρ)^K.
 
 The output JSON has, for K = 1..K_max, the empirical accuracy of both selectors (the selected
-candidate's answer graded by the graph predicate, :func:`faithgrpo.tasks.queries.grade_answer`),
+candidate's answer graded by the graph predicate, :func:`faithgrpo.tasks.causal.queries.grade_answer`),
 the analytic CALVER curve, and the *exact* plurality curve (binomial over the invalid count times the
 distribution of the largest of M equal multinomial counts, with ties split as the earliest-first-
 occurrence rule does: t tied valid answers against the invalid one win with probability t/(t+1)).
 
 The candidate traces come from a real problem: by default a generated backdoor problem
-(:mod:`faithgrpo.tasks.causal`) with gold traces (:mod:`faithgrpo.tasks.gold`) for M distinct valid
+(:mod:`faithgrpo.tasks.causal`) with gold traces (:mod:`faithgrpo.tasks.certificates.gold`) for M distinct valid
 answers; ``--source hand_built`` uses a hand-built confounded graph, and ``--problem FILE`` any
 supplied-graph problem with a set-valued query and ≥ M valid answers. Each distinct string is scored
 once; pools apply the same selection rules as :func:`~faithgrpo.rewards.selection.select_best_of_k`
@@ -38,7 +38,8 @@ import re
 import sys
 from typing import Any
 
-from faithgrpo.rewards.calver import prepare_problem, score_trace
+from faithgrpo.rewards.calver import score_trace
+from faithgrpo.rewards.calver_problem import prepare_problem
 from faithgrpo.rewards.selection import (
     best_of_k_index,
     normalized_answer,
@@ -46,8 +47,9 @@ from faithgrpo.rewards.selection import (
     plurality_index,
     select_best_of_k,
 )
-from faithgrpo.tasks.graph import CausalGraph
-from faithgrpo.tasks.queries import QUERY_KINDS, format_query, grade_answer
+from faithgrpo.tasks.causal.queries import format_query, grade_answer
+from faithgrpo.tasks.causal.query_kinds import QUERY_KINDS
+from faithgrpo.tasks.graphs.model import CausalGraph
 
 CROSS_CHECK_POOLS = 40
 
@@ -97,9 +99,9 @@ def build_pool_strings(problem: dict[str, Any], m: int) -> tuple[list[str], str]
     wrong = invalid_candidate(graph, q)
     if wrong is None:
         raise ValueError("every small set is valid for this problem; pick one with an invalid answer")
-    from faithgrpo.tasks.gold import gold_trace
+    from faithgrpo.tasks.certificates.gold import gold_trace
 
-    # gold certificates (the claim grammar of faithgrpo.tasks.derivation) for each answer; the invalid
+    # gold certificates (the claim grammar of faithgrpo.tasks.certificates.derivation) for each answer; the invalid
     # answer's claims are true but do not certify it
     traces = [gold_trace(problem, i, plain=True, answer=z) for i, z in enumerate(valid)]
     invalid = gold_trace(problem, 0, plain=True, answer=wrong)
@@ -113,17 +115,17 @@ _ANSWER_TAG_RE = re.compile(r"<answer>.*?</answer>", re.DOTALL)
 def generator_pool(m: int, seed: int, max_problems: int = 200) -> tuple[dict[str, Any], list[str], str]:
     """A generated backdoor problem with gold traces for ``m`` distinct valid answers, and an invalid trace.
 
-    Problems come from :func:`faithgrpo.tasks.causal.make_problem` (supplied graph, ``backdoor_set``,
+    Problems come from :func:`faithgrpo.tasks.causal.datasets.make_problem` (supplied graph, ``backdoor_set``,
     variant ``any``) until one has ``m`` valid answers and an invalid empty-or-singleton set; the valid
-    traces are :func:`faithgrpo.tasks.gold.gold_trace` outputs with different seeds (each picks one
+    traces are :func:`faithgrpo.tasks.certificates.gold.gold_trace` outputs with different seeds (each picks one
     valid answer); the invalid trace is a gold trace whose RESULT and ``<answer>`` are replaced by the
     invalid set (its derivation no longer supports it).
 
     Raises:
         RuntimeError: no suitable problem among ``max_problems`` draws.
     """
-    from faithgrpo.tasks.causal import CausalGraphConfig, make_problem
-    from faithgrpo.tasks.gold import gold_trace
+    from faithgrpo.tasks.causal.datasets import CausalGraphConfig, make_problem
+    from faithgrpo.tasks.certificates.gold import gold_trace
 
     config = CausalGraphConfig(
         size=1, seed=seed, min_nodes=5, max_nodes=9, query_kinds=("backdoor_set",), set_variants=("any",)

@@ -2,7 +2,7 @@
 
 Builds problems of every query kind in both modes (``CausalGraphDataset``: supplied graph;
 ``CausalStoryDataset``: constructed graph, as in ``tests/test_gold_traces.py``), writes gold traces
-for them with :func:`faithgrpo.tasks.gold.gold_trace`, and then scores ``--n`` fuzzed completions
+for them with :func:`faithgrpo.tasks.certificates.gold.gold_trace`, and then scores ``--n`` fuzzed completions
 with :func:`faithgrpo.rewards.calver.score_trace`:
 
 * ``mutant``: a gold trace with 1-4 random edits (delete/duplicate/swap/repeat lines, swap a node
@@ -44,15 +44,16 @@ import traceback  # noqa: E402
 from collections import Counter  # noqa: E402
 from typing import Any  # noqa: E402
 
-from faithgrpo.rewards.calver import prepare_problem, score_trace  # noqa: E402
-from faithgrpo.tasks.causal import (  # noqa: E402
+from faithgrpo.rewards.calver import score_trace  # noqa: E402
+from faithgrpo.rewards.calver_problem import prepare_problem  # noqa: E402
+from faithgrpo.tasks.causal.datasets import (  # noqa: E402
     CausalGraphConfig,
     CausalGraphDataset,
     CausalStoryConfig,
     CausalStoryDataset,
 )
-from faithgrpo.tasks.gold import gold_trace  # noqa: E402
-from faithgrpo.tasks.queries import QUERY_KINDS  # noqa: E402
+from faithgrpo.tasks.causal.query_kinds import QUERY_KINDS  # noqa: E402
+from faithgrpo.tasks.certificates.gold import gold_trace  # noqa: E402
 
 MAX_EXAMPLES = 10
 

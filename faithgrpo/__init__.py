@@ -24,8 +24,8 @@ _EXPORTS = {
     "plurality": "faithgrpo.rewards.selection",
     "FaithGRPOTrainer": "faithgrpo.trainers.grpo",
     "FaithRLOOTrainer": "faithgrpo.trainers.grpo",
-    "build_dataset": "faithgrpo.tasks.causal",
-    "grade_answer": "faithgrpo.tasks.queries",
+    "build_dataset": "faithgrpo.tasks.mix",
+    "grade_answer": "faithgrpo.tasks.causal.queries",
     "resolve": "faithgrpo.models",
     "embedded_model_path": "faithgrpo.models",
 }

@@ -41,7 +41,7 @@ def _cmd_model(args: argparse.Namespace) -> int:
 
 def _cmd_clear_eval(args: argparse.Namespace) -> int:
     """Judge every CLEAR record's listed answer; print counts per task type and question type."""
-    from faithgrpo.tasks.clear import evaluate_file, format_summary
+    from faithgrpo.tasks.clear.records import evaluate_file, format_summary
 
     try:
         summary = evaluate_file(args.path)

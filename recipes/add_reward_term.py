@@ -95,7 +95,8 @@ def example_dataset(size: int, seed: int):  # example: your dataset goes here
     """Causal questions with the ``problem`` column CALVER reads, as a ``DatasetDict`` with a train split."""
     from datasets import DatasetDict
 
-    from faithgrpo.tasks.causal import CausalGraphConfig, build_dataset
+    from faithgrpo.tasks.causal.datasets import CausalGraphConfig
+    from faithgrpo.tasks.mix import build_dataset
 
     return DatasetDict(train=build_dataset(CausalGraphConfig(size=size, seed=seed, min_nodes=4, max_nodes=5)))
 

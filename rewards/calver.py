@@ -16,10 +16,10 @@ A trace fills five labelled slots inside ``<think>`` and puts the final answer i
                     trace omit nodes outside A. An edge from outside A into A would change A, so it
                     counts as a difference. Kinds without query nodes (``cycle``) bind exactly.
 2      query        QUERY restates the problem's kind, node roles and variant
-                    (:func:`faithgrpo.tasks.queries.query_matches`).
+                    (:func:`faithgrpo.tasks.causal.queries.query_matches`).
 3      strategy     STRATEGY names exactly one method, and it decides the kind
                     (``QueryKind.strategy_problem``), in at most ``max_strategy_chars`` characters.
-4      derivation   DERIVATION is a certificate (:mod:`faithgrpo.tasks.derivation`): at least one claim
+4      derivation   DERIVATION is a certificate (:mod:`faithgrpo.tasks.certificates.derivation`): at least one claim
                     in the claim grammar, every claim true on the verification graph, and together
                     they certify RESULT (paths shown blocked/open, non-descendants, directed paths,
                     the cycle, the ATE arithmetic). Prose lines are ignored.
@@ -70,46 +70,34 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from faithgrpo.rewards.calver_checks import (
-    _ate_adjustment_set,  # noqa: F401  (re-exported: callers use calver._ate_adjustment_set)
-    _check_answer,
-    _check_derivation,
-    _check_graph,
-    _check_query,
-    _check_result,
-    _check_strategy,
+    check_answer,
+    check_derivation_slot,
+    check_graph,
+    check_query_slot,
+    check_result,
+    check_strategy,
 )
 from faithgrpo.rewards.calver_problem import (
-    _MEMO_ENTRIES,  # noqa: F401  (re-exported: callers use calver._MEMO_ENTRIES)
-    _MEMO_KEY_CHARS,  # noqa: F401  (re-exported: callers use calver._MEMO_KEY_CHARS)
     DEFAULT_MAX_SLOT_CHARS,
     DEFAULT_MAX_STRATEGY_CHARS,
-    GRAPH_CHECKS,
-    MODES,  # noqa: F401  (re-exported: callers use calver.MODES)
-    VERIFY_ON,  # noqa: F401  (re-exported: callers use calver.VERIFY_ON)
     CalverConfig,
     CalverProblem,
-    _config,
-    _prepare_json,  # noqa: F401  (re-exported: callers use calver._prepare_json)
+    cached_config,
     prepare_problem,
-    strip_answer_fields,
 )
 from faithgrpo.rewards.diagnostics import log_value
 from faithgrpo.rewards.text import completion_text
 from faithgrpo.rewards.trace import DEFAULT_MAX_CHARS, SLOT_NAMES, parse_trace
-from faithgrpo.tasks.derivation import DEFAULT_MAX_PATHS
-from faithgrpo.tasks.graph import MAX_EDGES, MAX_NODES, CausalGraph
+from faithgrpo.tasks.certificates.derivation import DEFAULT_MAX_PATHS
+from faithgrpo.tasks.graphs.edges import MAX_EDGES, MAX_NODES
+from faithgrpo.tasks.graphs.model import CausalGraph
 
 __all__ = [
     "CHECK_NAMES",
-    "GRAPH_CHECKS",
-    "CalverConfig",
-    "CalverProblem",
     "CalverScore",
     "calver_reward",
     "make_calver_reward",
-    "prepare_problem",
     "score_trace",
-    "strip_answer_fields",
 ]
 
 #: The six checks, in table order.
@@ -223,7 +211,7 @@ def score_trace(
         >>> s.total, s.failed()
         (3, ['derivation', 'result', 'answer'])
     """
-    config = _config(graph_check, verify_on, max_paths, max_chars, max_slot_chars, max_strategy_chars,
+    config = cached_config(graph_check, verify_on, max_paths, max_chars, max_slot_chars, max_strategy_chars,
                      max_nodes, max_edges)  # fmt: skip
     return _score(completion_text(text), prepare_problem(problem), config)
 
@@ -242,14 +230,14 @@ def _score(text: str, p: CalverProblem, cfg: CalverConfig) -> CalverScore:
     trace = parse_trace(text, max_chars=cfg.max_chars)
     if trace.problems:
         return _fail_all(f"slot discipline: {trace.problems[0]}")
-    graph_why, trace_graph = _run(_check_graph, trace, p, cfg)
-    query_why, _ = _run(_check_query, trace, p, cfg)
-    strategy_why, _ = _run(_check_strategy, trace, p, cfg)
+    graph_why, trace_graph = _run(check_graph, trace, p, cfg)
+    query_why, _ = _run(check_query_slot, trace, p, cfg)
+    strategy_why, _ = _run(check_strategy, trace, p, cfg)
     graph, where = _verification_graph(p, cfg, trace_graph)
     memo: dict = {}
-    result_why, result_value = _run(_check_result, trace, p, cfg, graph, where, memo)
-    derivation_why, report = _run(_check_derivation, trace, p, cfg, graph, result_value)
-    answer_why, agrees = _run(_check_answer, trace, p, cfg, result_value, memo)
+    result_why, result_value = _run(check_result, trace, p, cfg, graph, where, memo)
+    derivation_why, report = _run(check_derivation_slot, trace, p, cfg, graph, result_value)
+    answer_why, agrees = _run(check_answer, trace, p, cfg, result_value, memo)
     # the failed checks' reasons, in the order the checks ran
     ran = (("graph", graph_why), ("query", query_why), ("strategy", strategy_why), ("result", result_why),
            ("derivation", derivation_why), ("answer", answer_why))  # fmt: skip

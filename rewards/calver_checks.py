@@ -14,14 +14,16 @@ from faithgrpo.rewards.calver_problem import (
     DEFAULT_MAX_SLOT_CHARS,
     CalverConfig,
     CalverProblem,
-    _edges_into,
-    _memoised,
+    edges_into,
+    memoised,
 )
 from faithgrpo.rewards.trace import Trace
-from faithgrpo.tasks import criteria as C
-from faithgrpo.tasks.derivation import check_derivation
-from faithgrpo.tasks.graph import CausalGraph, GraphParseError, node_sort_key, parse_graph, plain_edges
-from faithgrpo.tasks.queries import format_query, parse_node_set, query_matches
+from faithgrpo.tasks.causal.answers import parse_node_set
+from faithgrpo.tasks.causal.queries import format_query, query_matches
+from faithgrpo.tasks.certificates.derivation import check_derivation
+from faithgrpo.tasks.graphs.criteria import ate_certificate_checked
+from faithgrpo.tasks.graphs.edges import parse_graph, plain_edges
+from faithgrpo.tasks.graphs.model import CausalGraph, GraphParseError, node_sort_key
 
 
 # ---------------------------------------------------------------------------------------------
@@ -54,9 +56,9 @@ def _edge_diff(mine: tuple[frozenset, frozenset], theirs: tuple[frozenset, froze
     return "; ".join(parts) or None
 
 
-def _check_graph(trace: Trace, p: CalverProblem, cfg: CalverConfig) -> tuple[str | None, CausalGraph | None]:
+def check_graph(trace: Trace, p: CalverProblem, cfg: CalverConfig) -> tuple[str | None, CausalGraph | None]:
     # reads only the GRAPH slot, the problem and cfg; returns a reason and an immutable graph
-    return _memoised(p, ("graph", trace.graph, cfg), trace.graph, lambda: _graph_check(trace, p, cfg))
+    return memoised(p, ("graph", trace.graph, cfg), trace.graph, lambda: _graph_check(trace, p, cfg))
 
 
 def _graph_check(trace: Trace, p: CalverProblem, cfg: CalverConfig) -> tuple[str | None, CausalGraph | None]:
@@ -100,7 +102,7 @@ def _graph_check(trace: Trace, p: CalverProblem, cfg: CalverConfig) -> tuple[str
     if binds:
         source = "hidden source graph" if p.mode == "constructed" else "supplied graph"
         if local:
-            diff = _edge_diff(_edges_into(full, p.local_set), p.local_edges)
+            diff = _edge_diff(edges_into(full, p.local_set), p.local_edges)
             where = f"from the {source} among the ancestors of the query nodes"
         else:
             diff = _edge_diff((full.directed, full.bidirected), (p.graph.directed, p.graph.bidirected))
@@ -160,9 +162,9 @@ def _names_plain_copy(text: str, p: CalverProblem, cfg: CalverConfig) -> bool:
     )
 
 
-def _check_query(trace: Trace, p: CalverProblem, cfg: CalverConfig) -> tuple[str | None, None]:
+def check_query_slot(trace: Trace, p: CalverProblem, cfg: CalverConfig) -> tuple[str | None, None]:
     key = ("query", trace.query, cfg.max_slot_chars)
-    return _memoised(p, key, trace.query, lambda: _query_check(trace, p, cfg))
+    return memoised(p, key, trace.query, lambda: _query_check(trace, p, cfg))
 
 
 def _query_check(trace: Trace, p: CalverProblem, cfg: CalverConfig) -> tuple[str | None, None]:
@@ -174,9 +176,9 @@ def _query_check(trace: Trace, p: CalverProblem, cfg: CalverConfig) -> tuple[str
     return f"QUERY {text[:80]!r} does not restate {format_query(p.query)}", None
 
 
-def _check_strategy(trace: Trace, p: CalverProblem, cfg: CalverConfig) -> tuple[str | None, None]:
+def check_strategy(trace: Trace, p: CalverProblem, cfg: CalverConfig) -> tuple[str | None, None]:
     key = ("strategy", trace.strategy, cfg.max_strategy_chars)
-    return _memoised(p, key, trace.strategy, lambda: _strategy_check(trace, p, cfg))
+    return memoised(p, key, trace.strategy, lambda: _strategy_check(trace, p, cfg))
 
 
 def _strategy_check(trace: Trace, p: CalverProblem, cfg: CalverConfig) -> tuple[str | None, None]:
@@ -188,7 +190,7 @@ def _strategy_check(trace: Trace, p: CalverProblem, cfg: CalverConfig) -> tuple[
     return (None if problem is None else f"STRATEGY {text[:60]!r} {problem}"), None
 
 
-def _check_derivation(
+def check_derivation_slot(
     trace: Trace, p: CalverProblem, cfg: CalverConfig, graph: CausalGraph | None, result_value: Any
 ) -> tuple[str | None, tuple[int, int] | None]:
     """(reason, (claims, false claims)) of the derivation check."""
@@ -204,7 +206,7 @@ def _check_derivation(
         # (which fixes its value and adjustment set) and the path cap: the G completions of a prompt
         # often repeat a whole derivation under other GRAPH/STRATEGY wording. Immutable value.
         key = ("derivation", text, trace.result, cfg.max_paths)
-        return _memoised(p, key, text, lambda: _derivation_check(trace, p, cfg, graph, result_value))
+        return memoised(p, key, text, lambda: _derivation_check(trace, p, cfg, graph, result_value))
     return _derivation_check(trace, p, cfg, graph, result_value)
 
 
@@ -254,7 +256,7 @@ def _verify(
     try:
         if key not in memo:
             if graph is p.graph:  # a pure function of the problem and the (immutable) value
-                memo[key] = _memoised(p, ("valid", value), None, lambda: p.is_valid(graph, value))
+                memo[key] = memoised(p, ("valid", value), None, lambda: p.is_valid(graph, value))
             else:
                 memo[key] = p.is_valid(graph, value)
         ok = memo[key]
@@ -271,7 +273,7 @@ def _verify(
         if why:
             return why
         if graph is p.graph:  # the certificate depends only on the problem and z
-            certified, detail = _memoised(
+            certified, detail = memoised(
                 p, ("ate_certificate", z), None, lambda: _ate_certificate(p, graph, z)
             )
         else:
@@ -287,7 +289,7 @@ def _ate_certificate(p: CalverProblem, graph: CausalGraph, z: frozenset[str]) ->
     try:
         # on the problem's graph check_query accepted the CPTs: their checked table is the problem's
         checked = p._cpts_checked if graph is p.graph and p._query_fits else None
-        return C._ate_certificate(
+        return ate_certificate_checked(
             graph, p.cpts, q["treatment"], q["outcome"], z, float(q["threshold"]), float(q.get("margin", 0.0)),
             checked,
         )  # fmt: skip
@@ -308,14 +310,14 @@ def _parsed_slot(trace: Trace, slot: str, p: CalverProblem, cfg: CalverConfig) -
     return text, value, None
 
 
-def _check_result(
+def check_result(
     trace: Trace, p: CalverProblem, cfg: CalverConfig, graph: CausalGraph | None, where: str, memo: dict
 ) -> tuple[str | None, Any]:
     if graph is p.graph:
         # a pure function of RESULT's text, the slot cap and ``where`` on the problem's own graph; the
         # value is immutable (a parsed answer) and RESULT repeats across the G traces of a prompt
         key = ("result", trace.result, cfg.max_slot_chars, where)
-        return _memoised(p, key, trace.result, lambda: _result_check(trace, p, cfg, graph, where, memo))
+        return memoised(p, key, trace.result, lambda: _result_check(trace, p, cfg, graph, where, memo))
     return _result_check(trace, p, cfg, graph, where, memo)
 
 
@@ -330,7 +332,7 @@ def _result_check(
     return _verify(p, graph, value, text, where, True, memo), value
 
 
-def _check_answer(
+def check_answer(
     trace: Trace, p: CalverProblem, cfg: CalverConfig, result_value: Any, memo: dict
 ) -> tuple[str | None, bool]:
     """(reason, whether ``<answer>`` parses and equals RESULT)."""
@@ -338,7 +340,7 @@ def _check_answer(
     # problem's own graph; the value is immutable
     key = ("answer", trace.answer, trace.result, cfg.max_slot_chars, result_value is None)
     longer = max(trace.answer or "", trace.result or "", key=len)  # the memo keeps short keys only
-    return _memoised(p, key, longer, lambda: _answer_check(trace, p, cfg, result_value, memo))
+    return memoised(p, key, longer, lambda: _answer_check(trace, p, cfg, result_value, memo))
 
 
 def _answer_check(

@@ -17,10 +17,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from faithgrpo.rewards.trace import DEFAULT_MAX_CHARS
-from faithgrpo.tasks import criteria as C
-from faithgrpo.tasks.derivation import DEFAULT_MAX_PATHS, derivation_context
-from faithgrpo.tasks.graph import MAX_EDGES, MAX_NODES, CausalGraph, GraphParseError
-from faithgrpo.tasks.queries import QUERY_KINDS, QueryKind, _load_problem_text, _valid_value
+from faithgrpo.tasks import graphs as C
+from faithgrpo.tasks.causal.queries import load_problem_text, valid_value
+from faithgrpo.tasks.causal.query_kinds import QUERY_KINDS, QueryKind
+from faithgrpo.tasks.certificates.claim_checks import derivation_context
+from faithgrpo.tasks.certificates.derivation import DEFAULT_MAX_PATHS
+from faithgrpo.tasks.graphs.ate import checked_cpts
+from faithgrpo.tasks.graphs.edges import MAX_EDGES, MAX_NODES
+from faithgrpo.tasks.graphs.model import CausalGraph, GraphParseError
 
 GRAPH_CHECKS = ("exact", "query_local")
 VERIFY_ON = ("problem", "trace")
@@ -47,7 +51,7 @@ class CalverConfig:
         graph_check: ``"exact"`` or ``"query_local"`` (how GRAPH binds to the problem's graph).
         verify_on: ``"problem"`` (the reward) or ``"trace"`` (reference-free best-of-K on constructed
             problems: the trace's own GRAPH); see the module docstring.
-        max_paths: the derivation certificate's path cap (:mod:`faithgrpo.tasks.derivation`).
+        max_paths: the derivation certificate's path cap (:mod:`faithgrpo.tasks.certificates.derivation`).
         max_chars: longest completion scored; longer ones fail every check.
         max_slot_chars: longest GRAPH / QUERY / DERIVATION / RESULT / answer slot.
         max_strategy_chars: longest STRATEGY slot (a method name, not an essay).
@@ -85,7 +89,7 @@ class CalverConfig:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
 
 
-_config = functools.lru_cache(maxsize=64)(CalverConfig)
+cached_config = functools.lru_cache(maxsize=64)(CalverConfig)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -135,7 +139,7 @@ class CalverProblem:
         query: the query dict (answer-like fields removed).
         cpts: the CPTs (``ate`` only) or ``None``.
         mode: ``"supplied"`` or ``"constructed"``.
-        kind: the :class:`~faithgrpo.tasks.queries.QueryKind`, or ``None`` for an unknown kind
+        kind: the :class:`~faithgrpo.tasks.causal.query_kinds.QueryKind`, or ``None`` for an unknown kind
             (every completion then scores 0).
         query_nodes: the nodes named by the query's roles.
     """
@@ -160,7 +164,7 @@ class CalverProblem:
     def local_edges(self) -> tuple[frozenset, frozenset]:
         """The problem graph's edges into :attr:`local_set` (directed) and within it (bidirected)."""
         assert self.graph is not None
-        return _edges_into(self.graph, self.local_set)
+        return edges_into(self.graph, self.local_set)
 
     @functools.cached_property
     def _plain_words(self) -> tuple[frozenset[str], frozenset[str], tuple[tuple[str, str], ...]] | None:
@@ -188,7 +192,7 @@ class CalverProblem:
     @functools.cached_property
     def _cpts_checked(self) -> tuple[dict, tuple | None]:
         """``ate._checked`` of the CPTs on the problem's graph (the validated table and its key), once."""
-        return C._checked(self.cpts, self.graph)
+        return checked_cpts(self.cpts, self.graph)
 
     @functools.cached_property
     def _graph_valid(self) -> bool:
@@ -231,7 +235,7 @@ class CalverProblem:
             if self._shared_text is not None:
                 # the outcome grader's memo (keyed by the problem text and the value): an answer it
                 # graded is not checked again here, and vice versa
-                return _valid_value(self._shared_text, value)
+                return valid_value(self._shared_text, value)
             return self.kind._valid_checked(graph, self.query, value, self.cpts)
         return self.kind.is_valid(graph, self.query, value, self.cpts)
 
@@ -246,7 +250,7 @@ class CalverProblem:
         if self.source is None or self.graph is None or self.kind is None:
             return None
         try:
-            graph, query, cpts = _load_problem_text(self.source)
+            graph, query, cpts = load_problem_text(self.source)
         except Exception:  # the grader cannot read it: check on our own inputs
             return None
         mine = (self.graph.kind, self.graph.nodes, self.graph.directed, self.graph.bidirected)
@@ -341,7 +345,7 @@ def _loaded_graph(source: str | None) -> CausalGraph | None:
     if source is None:
         return None
     try:
-        return _load_problem_text(source)[0]
+        return load_problem_text(source)[0]
     except Exception:  # a problem the grader rejects (unknown kind ...): ours decides, with its message
         return None
 
@@ -350,7 +354,7 @@ _MEMO_ENTRIES = 256  # per prepared problem (G completions x 5 slots fit); then 
 _MEMO_KEY_CHARS = 1_000  # longer slots are checked without memoising: <= ~0.5 MB per problem
 
 
-def _memoised(p: CalverProblem, key: tuple, text: str | None, compute: Any) -> Any:
+def memoised(p: CalverProblem, key: tuple, text: str | None, compute: Any) -> Any:
     """``compute()``, remembered on the prepared problem under ``key``.
 
     Only for checks that are pure functions of the problem, ``key`` (the slot text and the settings
@@ -369,7 +373,7 @@ def _memoised(p: CalverProblem, key: tuple, text: str | None, compute: Any) -> A
     return value
 
 
-def _edges_into(g: CausalGraph, nodes: frozenset[str]) -> tuple[frozenset, frozenset]:
+def edges_into(g: CausalGraph, nodes: frozenset[str]) -> tuple[frozenset, frozenset]:
     directed = frozenset(e for e in g.directed if e[1] in nodes)
     bidirected = frozenset(e for e in g.bidirected if e[0] in nodes and e[1] in nodes)
     return directed, bidirected

@@ -48,30 +48,32 @@ from typing import Any
 
 import torch
 
-from .cros_reference import _FIXES, ReferenceBinding
-from .cros_reference import _shared_parameters as _shared_parameters  # re-exported: it lived here
-from .cros_scoring import ReferenceScorer, _is_conversational, _Pending
-from .cros_scoring import _Sequence as _Sequence  # re-exported: it lived here
-from .ranking import _world as _world  # re-exported: it lived here
-from .ranking import (  # all but gathered_group_rank_normalize re-exported (in __all__)
-    average_ranks,
-    gathered_group_rank_normalize,
-    group_ids,
-    group_rank_normalize,
-    rank_normalize,
+from faithgrpo.rewards.cros_reference import (
+    REFERENCE_FIXES,
+    ReferenceBinding,  # re-exported: it lived here
 )
-from .steps import MAX_REASONING_CHARS, apply_permutation, scramble_permutations, scramble_seed, step_spans
-from .text import completion_text, prompt_text
+from faithgrpo.rewards.cros_scoring import (
+    Pending,  # re-exported: it lived here
+    ReferenceScorer,
+    is_conversational,
+)
+from faithgrpo.rewards.ranking import (
+    gathered_group_rank_normalize,
+)
+from faithgrpo.rewards.steps import (
+    MAX_REASONING_CHARS,
+    apply_permutation,
+    scramble_permutations,
+    scramble_seed,
+    step_spans,
+)
+from faithgrpo.rewards.text import completion_text, prompt_text
 
 __all__ = [
     "UNDEFINED_REASONS",
     "CRoSReward",
     "CRoSScore",
-    "average_ranks",
-    "group_ids",
-    "group_rank_normalize",
     "parse_completion",
-    "rank_normalize",
 ]
 
 logger = logging.getLogger(__name__)
@@ -392,7 +394,7 @@ class CRoSReward(ReferenceBinding):
         """
         pairs = list(pairs)
         results: list[CRoSScore | None] = [None] * len(pairs)
-        pending: list[tuple[Any, _Pending]] = []
+        pending: list[tuple[Any, Pending]] = []
         for row, (prompt, completion) in enumerate(pairs):
             text = completion_text(completion)
             parsed, reason = parse_completion(text)
@@ -425,14 +427,14 @@ class CRoSReward(ReferenceBinding):
                 start = len(head) + len(variant) + len(middle)
                 texts.append(head + variant + middle + answer + tail)
                 answer_spans.append((start, start + len(answer)))
-            pending.append((prompt, _Pending(row, len(spans), [], texts, answer_spans)))
+            pending.append((prompt, Pending(row, len(spans), [], texts, answer_spans)))
         if pending or self.scorer.is_sharded():
             # The model is only needed (and loaded) when something is left to score, except a
             # sharded policy: its forwards are collectives that every process runs (cros_scoring).
             self._ensure_reference()
             prompt_cache: dict[str, list[int]] = {}
             for prompt, item in pending:
-                key = repr(prompt) if _is_conversational(prompt) else prompt_text(prompt)
+                key = repr(prompt) if is_conversational(prompt) else prompt_text(prompt)
                 if key not in prompt_cache:
                     prompt_cache[key] = self._prompt_ids(prompt)
                 item.prompt_ids = prompt_cache[key]
@@ -440,7 +442,7 @@ class CRoSReward(ReferenceBinding):
                 results[row] = score
         return [r if r is not None else CRoSScore(None, "non_finite") for r in results]
 
-    def _score_pending(self, pending: list[_Pending]) -> list[tuple[int, CRoSScore]]:
+    def _score_pending(self, pending: list[Pending]) -> list[tuple[int, CRoSScore]]:
         out = []
         scored = self.scorer.score(pending, self.max_length)
         for item, (values, truncated, reason) in zip(pending, scored):
@@ -507,7 +509,7 @@ class CRoSReward(ReferenceBinding):
         if len(prompts) != len(completions):
             raise ValueError(f"got {len(prompts)} prompts but {len(completions)} completions")
         if not self.is_bound:
-            raise RuntimeError(f"CRoSReward has no reference model, so CRoS cannot score. {_FIXES}")
+            raise RuntimeError(f"CRoSReward has no reference model, so CRoS cannot score. {REFERENCE_FIXES}")
         if not self._reference_checked and "trainer_state" in kwargs:
             self.check_reference()
         n = len(prompts)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 if TYPE_CHECKING:
-    from .cros import CRoSReward
+    from faithgrpo.rewards.cros import CRoSReward
 
 __all__ = ["CRoSReferenceError", "ReferenceBinding", "probe_difference"]
 
@@ -29,7 +29,7 @@ class CRoSReferenceError(RuntimeError):
 
 def _probe_ready(model: torch.nn.Module) -> bool:
     """Whether ``model`` can run a plain local forward now (no meta, sharded or partitioned weights)."""
-    from .cros_scoring import is_sharded
+    from faithgrpo.rewards.cros_scoring import is_sharded
 
     return not is_sharded(model) and not any(p.is_meta for p in model.parameters())
 
@@ -64,7 +64,8 @@ def _probe_tolerance(model: torch.nn.Module) -> float:
     dtype = next(model.parameters()).dtype
     return 1e-4 if dtype in (torch.float32, torch.float64) else 5e-2
 
-_FIXES = (
+
+REFERENCE_FIXES = (
     "Bind one before training: train with faithgrpo.trainers.FaithGRPOTrainer (or FaithRLOOTrainer), "
     "which binds CRoS to the initial policy (LoRA adapters disabled, a frozen copy of the initial "
     "adapter, or a frozen copy of the model), or give CRoS its own frozen reference with "
@@ -208,7 +209,9 @@ class ReferenceBinding:
             RuntimeError: no reference is bound, or the reference is (part of) the live policy.
         """
         if not self.is_bound:
-            raise CRoSReferenceError(f"CRoSReward has no reference model, so CRoS cannot score. {_FIXES}")
+            raise CRoSReferenceError(
+                f"CRoSReward has no reference model, so CRoS cannot score. {REFERENCE_FIXES}"
+            )
         self._ensure_reference()
         if self.reference_mode not in ("user", "path") or self._context_factory is not None:
             self._reference_checked = True
@@ -233,7 +236,7 @@ class ReferenceBinding:
         if problem is not None:
             raise CRoSReferenceError(
                 f"CRoS reference {problem}. CRoS must score with the frozen initial policy (DESIGN §3.3). "
-                "Do not pass the policy to CRoSReward; " + _FIXES[0].lower() + _FIXES[1:]
+                "Do not pass the policy to CRoSReward; " + REFERENCE_FIXES[0].lower() + REFERENCE_FIXES[1:]
             )
         if verify and policy is not None:
             self._verify_initial_policy(policy)
@@ -334,7 +337,7 @@ class ReferenceBinding:
         if self.model is not None:
             return
         if self._reference_path is None:
-            raise RuntimeError(f"CRoSReward has no reference model, so CRoS cannot score. {_FIXES}")
+            raise RuntimeError(f"CRoSReward has no reference model, so CRoS cannot score. {REFERENCE_FIXES}")
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         path = os.fspath(self._reference_path)

@@ -39,7 +39,7 @@ from typing import Any
 
 import torch
 
-from .text import prompt_text
+from faithgrpo.rewards.text import prompt_text
 
 __all__ = ["ReferenceScorer", "is_dtensor", "is_sharded", "scored_span"]
 
@@ -61,7 +61,7 @@ def is_sharded(model: torch.nn.Module) -> bool:
     return any(is_dtensor(p) or hasattr(p, "ds_id") for p in model.parameters())
 
 
-def _is_conversational(prompt: Any) -> bool:
+def is_conversational(prompt: Any) -> bool:
     return isinstance(prompt, (list, tuple)) and bool(prompt) and all(isinstance(m, dict) for m in prompt)
 
 
@@ -90,7 +90,7 @@ def scored_span(text: str, span: tuple[int, int]) -> tuple[int, int]:
 
 
 @dataclass
-class _Pending:
+class Pending:
     """One pair on its way through scoring."""
 
     row: int
@@ -166,7 +166,7 @@ class ReferenceScorer:
     def prompt_ids(self, prompt: Any, render_kwargs: dict) -> list[int]:
         """Token ids of ``prompt`` as the policy saw it (``render_kwargs`` for the chat template)."""
         tok = self.tokenizer
-        if _is_conversational(prompt):
+        if is_conversational(prompt):
             if getattr(tok, "chat_template", None) or render_kwargs.get("chat_template"):
                 # As TRL's generation renders it: template text, then tokens without added specials.
                 text = tok.apply_chat_template(
@@ -263,7 +263,7 @@ class ReferenceScorer:
     # ------------------------------------------------------------------ scoring
 
     def score(
-        self, pending: list[_Pending], max_length: int | None
+        self, pending: list[Pending], max_length: int | None
     ) -> list[tuple[list[float] | None, bool, str | None]]:
         """ℓ of every variant of each pending completion, in order.
 

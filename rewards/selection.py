@@ -18,7 +18,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from faithgrpo.rewards.calver import CalverProblem, prepare_problem, score_trace
+from faithgrpo.rewards.calver import score_trace
+from faithgrpo.rewards.calver_problem import CalverProblem, prepare_problem
 from faithgrpo.rewards.text import completion_text, extract_answer
 
 __all__ = ["best_of_k_index", "normalized_answer", "plurality", "plurality_index", "select_best_of_k"]

@@ -6,23 +6,23 @@ renderings), so ``reasoning_gym.create_dataset("causal_graph", ...)`` and compos
 It does not import torch (nor pgmpy, which is read when a network is first loaded).
 """
 
-from faithgrpo.tasks.causal import (
+from faithgrpo.tasks.bayesnets.datasets import CausalBNConfig, CausalBNDataset
+from faithgrpo.tasks.causal.datasets import (
     CAUSAL_DATASETS,
-    FAMILIES,
     CausalGraphConfig,
     CausalGraphDataset,
     CausalStoryConfig,
     CausalStoryDataset,
-    TaskMixConfig,
-    build_dataset,
     make_problem,
-    to_trl_row,
 )
-from faithgrpo.tasks.causal_bn import CausalBNConfig, CausalBNDataset
-from faithgrpo.tasks.gold import gold_trace
-from faithgrpo.tasks.graph import CausalGraph, parse_graph
-from faithgrpo.tasks.prompts import chat_prompt, trace_instructions, user_message
-from faithgrpo.tasks.queries import QUERY_KINDS, format_query, grade_answer, load_problem, normalize_answer
+from faithgrpo.tasks.causal.prompts import chat_prompt, trace_instructions, user_message
+from faithgrpo.tasks.causal.queries import format_query, grade_answer, load_problem, normalize_answer
+from faithgrpo.tasks.causal.query_kinds import QUERY_KINDS
+from faithgrpo.tasks.certificates.gold import gold_trace
+from faithgrpo.tasks.graphs.edges import parse_graph
+from faithgrpo.tasks.graphs.families import FAMILIES
+from faithgrpo.tasks.graphs.model import CausalGraph
+from faithgrpo.tasks.mix import TaskMixConfig, build_dataset, to_trl_row
 
 __all__ = [
     "CAUSAL_DATASETS",

@@ -18,18 +18,18 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from faithgrpo.tasks.causal import TaskMixConfig, build_dataset
-from faithgrpo.tasks.gold import gold_trace
+from faithgrpo.tasks.certificates.gold import gold_trace
+from faithgrpo.tasks.mix import TaskMixConfig, build_dataset
 
 GOLD_STYLES = ("varied", "plain")
 
 
 def gold_completion(row: Mapping[str, Any], rng: random.Random, *, plain: bool = False) -> str | None:
-    """A correct trace for one training row (see :func:`faithgrpo.tasks.causal.to_trl_row`).
+    """A correct trace for one training row (see :func:`faithgrpo.tasks.mix.to_trl_row`).
 
-    Causal rows get :func:`~faithgrpo.tasks.gold.gold_trace` (``plain``: one fixed wording and the
+    Causal rows get :func:`~faithgrpo.tasks.certificates.gold.gold_trace` (``plain``: one fixed wording and the
     smallest valid answer, which a small policy learns from fewer traces); Knights & Knaves rows
-    :func:`~faithgrpo.tasks.knights_knaves.gold_kk_trace`. Other reasoning-gym tasks have no
+    :func:`~faithgrpo.tasks.knights_knaves.gold.gold_kk_trace`. Other reasoning-gym tasks have no
     symbolic trace: ``None``.
     """
     if row.get("problem"):
@@ -38,14 +38,14 @@ def gold_completion(row: Mapping[str, Any], rng: random.Random, *, plain: bool =
     if entry:
         entry = json.loads(entry) if isinstance(entry, str) else entry
         if (entry.get("metadata") or {}).get("source_dataset") == "knights_knaves":
-            from faithgrpo.tasks.knights_knaves import gold_kk_trace
+            from faithgrpo.tasks.knights_knaves.gold import gold_kk_trace
 
             return gold_kk_trace(entry["metadata"], rng)
     return None
 
 
 def build_sft_dataset(config: TaskMixConfig | Mapping[str, Any], gold_style: str = "varied"):
-    """Gold-trace SFT rows for the rows of :func:`~faithgrpo.tasks.causal.build_dataset` that have one.
+    """Gold-trace SFT rows for the rows of :func:`~faithgrpo.tasks.mix.build_dataset` that have one.
 
     Args:
         config: the task mixture (same fields as for GRPO). Rows of tasks without a gold trace are

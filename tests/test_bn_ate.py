@@ -1,11 +1,11 @@
 """``causal_bn`` ATE problems against pgmpy's own inference (issue 29 item 2).
 
 An ATE problem reduces a network exactly to binary CPTs on the outcome's ancestral set
-(:mod:`faithgrpo.tasks.bn_ate`). The oracle here is pgmpy, on the network as its BIFReader reads
+(:mod:`faithgrpo.tasks.bayesnets.ate`). The oracle here is pgmpy, on the network as its BIFReader reads
 it (multi-state variables and all, no reduction): ``VariableElimination`` on the network mutilated
 by ``do`` gives P(Y=s | do(X=a)); on the network itself it gives the stratum probabilities P(z) and
 P(Y=s | X=a, z) of a backdoor set. The library's ψ (einsum over the reduced CPTs, what CALVER
-verifies), the gold trace's strata (enumeration, :mod:`faithgrpo.tasks.strata`) and pgmpy must agree.
+verifies), the gold trace's strata (enumeration, :mod:`faithgrpo.tasks.graphs.strata`) and pgmpy must agree.
 """
 
 from __future__ import annotations
@@ -18,14 +18,15 @@ import warnings
 import pytest
 
 from faithgrpo.rewards.calver import score_trace
-from faithgrpo.tasks import criteria as C
-from faithgrpo.tasks.bn_ate import ate_candidates, reduce_for_ate
-from faithgrpo.tasks.bn_networks import DEFAULT_NETWORKS, RENAMED, bif_path, load_network
-from faithgrpo.tasks.causal_bn import CausalBNConfig, admitted_kinds, make_bn_problem
-from faithgrpo.tasks.gold import gold_trace
-from faithgrpo.tasks.graph import CausalGraph
-from faithgrpo.tasks.queries import QUERY_KINDS, grade_answer
-from faithgrpo.tasks.strata import stratum_table
+from faithgrpo.tasks import graphs as C
+from faithgrpo.tasks.bayesnets.ate import ate_candidates, reduce_for_ate
+from faithgrpo.tasks.bayesnets.datasets import CausalBNConfig, admitted_kinds, make_bn_problem
+from faithgrpo.tasks.bayesnets.networks import DEFAULT_NETWORKS, RENAMED, bif_path, load_network
+from faithgrpo.tasks.causal.queries import grade_answer
+from faithgrpo.tasks.causal.query_kinds import QUERY_KINDS
+from faithgrpo.tasks.certificates.gold import gold_trace
+from faithgrpo.tasks.graphs.model import CausalGraph
+from faithgrpo.tasks.graphs.strata import stratum_table
 
 TOL = 1e-9
 

@@ -16,16 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from faithgrpo.rewards.calver import (
-    CHECK_NAMES,
-    CalverConfig,
-    CalverScore,
-    calver_reward,
-    make_calver_reward,
-    prepare_problem,
-    score_trace,
-    strip_answer_fields,
-)
+from faithgrpo.rewards.calver import CHECK_NAMES, CalverScore, calver_reward, make_calver_reward, score_trace
+from faithgrpo.rewards.calver_problem import CalverConfig, prepare_problem, strip_answer_fields
 
 
 def trace(graph, query, strategy, derivation, result, answer, *, think=True):
@@ -859,7 +851,7 @@ def test_huge_set_within_raised_caps_fails_result_and_answer_quickly():
 @settings(max_examples=200, deadline=None)
 @given(st.booleans(), st.one_of(st.none(), st.floats(-1, 1)), st.floats(-0.5, 0.8), st.floats(0, 0.05))
 def test_cached_ate_predicate_agrees_with_the_query_registry(decision, psi, threshold, tolerance):
-    from faithgrpo.tasks.queries import QUERY_KINDS
+    from faithgrpo.tasks.causal.query_kinds import QUERY_KINDS
 
     prob = ate_problem(threshold=threshold, margin=0.0)
     prob["query"]["tolerance"] = tolerance
@@ -888,8 +880,8 @@ def test_generated_problems_with_gold_traces_score_six(mode):
     """Integration with the task generator and the gold traces (tasks/causal.py, tasks/gold.py)."""
     import random
 
-    from faithgrpo.tasks.causal import CausalGraphConfig, make_problem
-    from faithgrpo.tasks.gold import gold_trace
+    from faithgrpo.tasks.causal.datasets import CausalGraphConfig, make_problem
+    from faithgrpo.tasks.certificates.gold import gold_trace
 
     config = CausalGraphConfig(size=1, seed=0, mode=mode)
     rng = random.Random(7)

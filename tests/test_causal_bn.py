@@ -25,13 +25,14 @@ import reasoning_gym
 
 from faithgrpo.rewards.calver import score_trace
 from faithgrpo.rewards.trace import parse_trace
-from faithgrpo.tasks.bn_networks import DEFAULT_NETWORKS, NETWORKS, RENAMED, bif_path, load_network
-from faithgrpo.tasks.causal import to_trl_row
-from faithgrpo.tasks.causal_bn import BN_KINDS, CausalBNConfig, admitted_kinds, make_bn_problem
-from faithgrpo.tasks.derivation import DEFAULT_MAX_PATHS
-from faithgrpo.tasks.gold import gold_trace
-from faithgrpo.tasks.graph import CausalGraph, node_sort_key
-from faithgrpo.tasks.queries import QUERY_KINDS, grade_answer
+from faithgrpo.tasks.bayesnets.datasets import BN_KINDS, CausalBNConfig, admitted_kinds, make_bn_problem
+from faithgrpo.tasks.bayesnets.networks import DEFAULT_NETWORKS, NETWORKS, RENAMED, bif_path, load_network
+from faithgrpo.tasks.causal.queries import grade_answer
+from faithgrpo.tasks.causal.query_kinds import QUERY_KINDS
+from faithgrpo.tasks.certificates.derivation import DEFAULT_MAX_PATHS
+from faithgrpo.tasks.certificates.gold import gold_trace
+from faithgrpo.tasks.graphs.model import CausalGraph, node_sort_key
+from faithgrpo.tasks.mix import to_trl_row
 
 CAP = DEFAULT_MAX_PATHS
 _PROB_RE = re.compile(r"probability\s*\(\s*([A-Za-z0-9_]+)\s*(?:\|\s*([^)]*))?\)")
@@ -69,7 +70,7 @@ def test_at_least_ten_networks_read_offline_from_pgmpy_s_wheel():
 
 
 def test_the_disk_cache_holds_what_bifreader_read(tmp_path, monkeypatch):
-    from faithgrpo.tasks import bn_networks as B
+    from faithgrpo.tasks.bayesnets import networks as B
 
     monkeypatch.setenv("FAITHGRPO_CACHE", str(tmp_path))
     path = B.bif_path("survey")
@@ -301,7 +302,13 @@ def test_gold_traces_score_six_on_many_rows(name):
 # ---------------------------------------------------------------------------------------------
 # evaluation: faithgrpo eval --tasks causal_bn reads these rows like causal_graph's
 def test_eval_reads_causal_bn_rows_with_calver_and_best_of_k_graders():
-    from faithgrpo.eval.adapters import CAUSAL_TASKS, answer_checker, check_task, cot_checker, task_rows
+    from faithgrpo.eval.report.adapters import (
+        CAUSAL_TASKS,
+        answer_checker,
+        check_task,
+        cot_checker,
+        task_rows,
+    )
     from faithgrpo.rewards.selection import select_best_of_k
 
     check_task("causal_bn")

@@ -21,24 +21,24 @@ import reasoning_gym
 from reasoning_gym.composite import DatasetSpec
 
 from faithgrpo.rewards.outcome import outcome_reward
-from faithgrpo.tasks import causal as causal_module
-from faithgrpo.tasks import criteria as C
-from faithgrpo.tasks.causal import (
+from faithgrpo.tasks import graphs as C
+from faithgrpo.tasks.causal import datasets as causal_module
+from faithgrpo.tasks.causal.datasets import (
     KIND_FAMILIES,
     YES_NO_KINDS,
     CausalGraphConfig,
     CausalGraphDataset,
     CausalStoryConfig,
     CausalStoryDataset,
-    TaskMixConfig,
-    build_dataset,
-    make_graph,
-    to_trl_row,
 )
-from faithgrpo.tasks.graph import CausalGraph, parse_graph
-from faithgrpo.tasks.prompts import trace_instructions
-from faithgrpo.tasks.queries import QUERY_KINDS, grade_answer, normalize_answer
-from faithgrpo.tasks.stories import THEMES
+from faithgrpo.tasks.causal.prompts import trace_instructions
+from faithgrpo.tasks.causal.queries import grade_answer, normalize_answer
+from faithgrpo.tasks.causal.query_kinds import QUERY_KINDS
+from faithgrpo.tasks.causal.stories import THEMES
+from faithgrpo.tasks.graphs.edges import parse_graph
+from faithgrpo.tasks.graphs.families import make_graph
+from faithgrpo.tasks.graphs.model import CausalGraph
+from faithgrpo.tasks.mix import TaskMixConfig, build_dataset, to_trl_row
 from faithgrpo.watchdog import run_with_deadline
 
 FIND_ONE = ("backdoor_set", "frontdoor_set", "dsep_set", "msep_set", "mediator", "cycle")
@@ -149,7 +149,7 @@ def test_same_seed_same_rows_and_different_seed_differs(cls):
 _DIGEST_SCRIPT = """
 import hashlib, json
 from faithgrpo.tasks.causal import *
-from faithgrpo.tasks.gold import gold_trace
+from faithgrpo.tasks.certificates.gold import gold_trace
 h = hashlib.sha256()
 for cls, cfg in ((CausalGraphDataset, CausalGraphConfig), (CausalStoryDataset, CausalStoryConfig)):
     d = cls(cfg(size=60, seed=4))

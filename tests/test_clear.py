@@ -21,22 +21,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from faithgrpo.cli import main as cli_main
-from faithgrpo.tasks.clear import (
-    TASK_TYPES,
-    ClearQuestion,
-    evaluate_file,
-    format_summary,
-    judge,
-    listed_answers,
-    load_records,
-    normalize_task_type,
-    parse_description,
-    read_question,
-    to_problem,
-)
-from faithgrpo.tasks.graph import GraphParseError, parse_path
-from faithgrpo.tasks.prompts import chat_prompt
-from faithgrpo.tasks.queries import grade_answer
+from faithgrpo.tasks.causal.prompts import chat_prompt
+from faithgrpo.tasks.causal.queries import grade_answer
+from faithgrpo.tasks.clear.candidates import judge, listed_answers
+from faithgrpo.tasks.clear.descriptions import TASK_TYPES, normalize_task_type, parse_description
+from faithgrpo.tasks.clear.questions import ClearQuestion, read_question
+from faithgrpo.tasks.clear.records import evaluate_file, format_summary, load_records, to_problem
+from faithgrpo.tasks.graphs.edges import parse_path
+from faithgrpo.tasks.graphs.model import GraphParseError
 
 DATA = Path(__file__).parent / "data" / "clear_templates.jsonl"
 RECORDS = [json.loads(line) for line in DATA.read_text().splitlines()]
@@ -480,9 +472,10 @@ def test_problem_predicate_agrees_with_the_judge(pair):
 
 def test_converted_problems_take_certified_gold_traces():
     """On every converted record the gold trace is 6/6 and, for find-one records, the judge accepts its answer."""
-    from faithgrpo.rewards.calver import prepare_problem, score_trace
+    from faithgrpo.rewards.calver import score_trace
+    from faithgrpo.rewards.calver_problem import prepare_problem
     from faithgrpo.rewards.text import extract_answer
-    from faithgrpo.tasks.gold import gold_trace
+    from faithgrpo.tasks.certificates.gold import gold_trace
 
     for record, problem in CONVERTED:
         trace = gold_trace(problem, rng=0)

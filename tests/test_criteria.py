@@ -1,4 +1,4 @@
-"""Tests for faithgrpo.tasks.criteria against brute force over paths and subsets, and textbook cases.
+"""Tests for faithgrpo.tasks.graphs.criteria against brute force over paths and subsets, and textbook cases.
 
 The brute-force oracles below are written from the textbook definitions (Pearl 2009; Richardson
 2003) and share no code with the library: they enumerate every simple path of the mixed graph and
@@ -16,8 +16,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from faithgrpo.tasks import criteria as C
-from faithgrpo.tasks.graph import CausalGraph, Path, parse_graph, parse_path
+from faithgrpo.tasks import graphs as C
+from faithgrpo.tasks.graphs.edges import Path, parse_graph, parse_path
+from faithgrpo.tasks.graphs.model import CausalGraph
 
 
 # ---------------------------------------------------------------------------------------------
@@ -705,7 +706,7 @@ def test_pruned_simple_paths_and_path_exists_match_brute_force(seed):
 
 _ATE_DIGEST_SCRIPT = """
 import hashlib, json
-from faithgrpo.tasks import criteria as C
+from faithgrpo.tasks import graphs as C
 from faithgrpo.tasks.causal import CausalGraphConfig, CausalGraphDataset
 d = CausalGraphDataset(CausalGraphConfig(size=120, seed=1, min_nodes=5, max_nodes=9, query_kinds=["ate"]))
 h = hashlib.sha256()

@@ -1,4 +1,4 @@
-"""Tests for faithgrpo.tasks.gold: gold six-slot traces are correct, derived from the graph, and varied."""
+"""Tests for faithgrpo.tasks.certificates.gold: gold six-slot traces are correct, derived from the graph, and varied."""
 
 from __future__ import annotations
 
@@ -14,16 +14,19 @@ from faithgrpo.rewards.calver import score_trace
 from faithgrpo.rewards.steps import split_steps
 from faithgrpo.rewards.text import extract_think
 from faithgrpo.rewards.trace import parse_trace
-from faithgrpo.tasks import criteria as C
-from faithgrpo.tasks.causal import (
+from faithgrpo.tasks import graphs as C
+from faithgrpo.tasks.causal.datasets import (
     CausalGraphConfig,
     CausalGraphDataset,
     CausalStoryConfig,
     CausalStoryDataset,
 )
-from faithgrpo.tasks.gold import gold_trace, stratum_table
-from faithgrpo.tasks.graph import CausalGraph, GraphParseError, parse_graph, parse_path
-from faithgrpo.tasks.queries import QUERY_KINDS, grade_answer, normalize_answer, query_matches
+from faithgrpo.tasks.causal.queries import grade_answer, normalize_answer, query_matches
+from faithgrpo.tasks.causal.query_kinds import QUERY_KINDS
+from faithgrpo.tasks.certificates.gold import gold_trace
+from faithgrpo.tasks.graphs.edges import parse_graph, parse_path
+from faithgrpo.tasks.graphs.model import CausalGraph, GraphParseError
+from faithgrpo.tasks.graphs.strata import stratum_table
 
 _ARROW_CHAIN = re.compile(r"[A-Za-z0-9_]+(?:\s*(?:<->|->|<-)\s*[A-Za-z0-9_]+)+")
 

@@ -1,4 +1,4 @@
-"""Tests for faithgrpo.tasks.graph: CausalGraph, parse_graph, parse_path."""
+"""Tests for faithgrpo.tasks.graphs.edges: CausalGraph, parse_graph, parse_path."""
 
 from __future__ import annotations
 
@@ -9,14 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from faithgrpo.tasks.graph import (
-    CausalGraph,
-    GraphParseError,
-    Path,
-    node_sort_key,
-    parse_graph,
-    parse_path,
-)
+from faithgrpo.tasks.graphs.edges import Path, parse_graph, parse_path
+from faithgrpo.tasks.graphs.model import CausalGraph, GraphParseError, node_sort_key
 
 
 @st.composite
@@ -307,23 +301,24 @@ def test_path_constructor_checks_marks():
         Path(("A", "B"), ("=>",))
 
 
-_CRITERIA_MODULES = ("criteria", "separation", "paths", "ate")
+_CRITERIA_MODULES = ("graphs.criteria", "graphs.separation", "graphs.paths", "graphs.ate")
 
-_QUERIES_MODULES = ("queries", "answers", "query_predicates", "strategy_methods")
+_QUERIES_MODULES = ("causal.queries", "causal.answers", "causal.query_predicates", "causal.strategy_methods")
 
 _CLEAR_MODULES = (
     "clear",
-    "clear_descriptions",
-    "clear_bits",
-    "clear_questions",
-    "clear_truth",
-    "clear_judge",
+    "clear.records",
+    "clear.descriptions",
+    "clear.bits",
+    "clear.questions",
+    "clear.truth",
+    "clear.candidates",
 )
 
 
 @pytest.mark.parametrize(
     "modules",
-    [("graph", "causal_graph", "graph_families"), _CRITERIA_MODULES, _QUERIES_MODULES, _CLEAR_MODULES],
+    [("graphs.edges", "graphs.model", "graphs.families"), _CRITERIA_MODULES, _QUERIES_MODULES, _CLEAR_MODULES],
     ids=["graph", "criteria", "queries", "clear"],
 )
 def test_docstring_examples(modules):

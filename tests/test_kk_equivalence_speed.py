@@ -8,8 +8,11 @@ import reasoning_gym
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from faithgrpo.tasks import kk_claims, kk_formulas, kk_trace
 from faithgrpo.tasks import knights_knaves as kk
+from faithgrpo.tasks.knights_knaves import claims as kk_claims
+from faithgrpo.tasks.knights_knaves import formulas as kk_formulas
+from faithgrpo.tasks.knights_knaves import trace as kk_trace
+from faithgrpo.tasks.knights_knaves.logic import index_of
 
 # a reasoning-gym puzzle with three people and its own role words
 META = reasoning_gym.create_dataset("knights_knaves", size=1, seed=7, n_people=3)[0]["metadata"]
@@ -80,7 +83,7 @@ def test_claim_steps_match_the_parsed_claims():
             n = puzzle.n_people
             if claim.kind == "consistent":
                 roles = dict(claim.roles)
-                want = kk_claims._index_of(tuple(roles[i] for i in range(n))) if len(roles) == n else -1
+                want = index_of(tuple(roles[i] for i in range(n))) if len(roles) == n else -1
             else:
                 want = kk_claims._region(claim.roles, n)
             assert region == want

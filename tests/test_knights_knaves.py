@@ -19,23 +19,25 @@ from hypothesis import strategies as st
 from reasoning_gym.logic.knights_knaves import VALID_ROLES, KnightsKnavesDataset
 
 from faithgrpo.tasks import knights_knaves as kk
-from faithgrpo.tasks.knights_knaves import (
-    CHECK_NAMES,
-    KKPuzzle,
-    check_kk_trace,
+from faithgrpo.tasks.knights_knaves import gold as kk_gold
+from faithgrpo.tasks.knights_knaves.checker import CHECK_NAMES, check_kk_trace, kk_cot_correct
+from faithgrpo.tasks.knights_knaves.claims import certify_claims
+from faithgrpo.tasks.knights_knaves.formulas import OPERATOR_STYLES, format_kk_formula, parse_kk_formula
+from faithgrpo.tasks.knights_knaves.gold import gold_kk_trace, kk_prompt_instructions
+from faithgrpo.tasks.knights_knaves.logic import (
     consistent_assignments,
     evaluate_statement,
-    format_kk_formula,
-    gold_kk_trace,
-    kk_cot_correct,
-    kk_oracle_answer,
-    kk_prompt_instructions,
-    kk_score_answer,
     normalize_statement,
-    parse_kk_assignment,
-    parse_kk_formula,
     truth_table,
 )
+from faithgrpo.tasks.knights_knaves.puzzle import (
+    ROLE_SET,
+    ROLE_WORDS,
+    KKPuzzle,
+    kk_oracle_answer,
+    kk_score_answer,
+)
+from faithgrpo.tasks.knights_knaves.trace import MAX_SLOT_CHARS, parse_kk_assignment
 
 SIZES = [(2, 2, 2), (3, 2, 2), (4, 2, 2), (3, 3, 2), (4, 3, 3)]  # (n_people, depth, width)
 
@@ -274,7 +276,7 @@ def _failed(check) -> set[str]:
 
 
 def test_role_words_match_reasoning_gym():
-    assert set(kk._ROLE_WORDS) == VALID_ROLES
+    assert set(ROLE_WORDS) == VALID_ROLES
 
 
 def test_truth_table_solver_matches_reasoning_gym_over_hundreds_of_puzzles():
@@ -445,7 +447,7 @@ def test_parse_formula_errors_return_reasons(text, reason):
 @settings(max_examples=80, deadline=None)
 @given(
     _statement_strategy(3),
-    st.sampled_from(sorted(kk.OPERATOR_STYLES)),
+    st.sampled_from(sorted(OPERATOR_STYLES)),
     st.booleans(),
 )
 def test_format_then_parse_round_trips(statement, style, generic):
@@ -687,12 +689,12 @@ def test_prompt_instructions_describe_the_slots_and_their_example_passes():
     for slot in ("STATEMENTS:", "STRATEGY:", "DERIVATION:", "ASSIGNMENT:", "<think>", "<answer>"):
         assert slot in text
     example = text[text.rindex("<think>") :]
-    assert check_kk_trace(example, kk._EXAMPLE_METADATA).passed
+    assert check_kk_trace(example, kk_gold._EXAMPLE_METADATA).passed
     # The prompt teaches every claim form (with citations), and its example uses them.
     for kind in ("is inconsistent:", "is consistent", "Ava is a knight", ", given ", "by elimination"):
         assert kind in text[: text.rindex("<think>")] and kind in example
     kinds = {
-        c.kind for c in _read_claims(kk.parse_kk_trace(example).slots["DERIVATION"], kk._EXAMPLE_METADATA)
+        c.kind for c in _read_claims(kk.parse_kk_trace(example).slots["DERIVATION"], kk_gold._EXAMPLE_METADATA)
     }
     assert kinds == {"inconsistent", "consistent", "role"}
     assert "one answer" in text.lower()
@@ -1171,7 +1173,7 @@ def test_claims_about_people_or_roles_outside_the_puzzle_fail():
     for entry in _sample_entries(20):
         meta = entry["metadata"]
         own = {meta["knight_knave_terms"]["knight"], meta["knight_knave_terms"]["knave"], "knight", "knave"}
-        foreign = sorted(kk._ROLE_SET - own)[0]
+        foreign = sorted(ROLE_SET - own)[0]
         first = str(meta["names"][0])
         for extra in (
             "- Zed is a knight",
@@ -1335,7 +1337,7 @@ def test_huge_derivations_fail_quickly_without_raising():
         "one_megabyte_of_claims": (many * 20)[:1_000_000],
         "one_megabyte_line": one_mb_line,
         "one_megabyte_role_line": "- P0 is a knight" + " " * 1_000_000,
-        "within_caps": many[: many.rindex("\n", 0, kk.MAX_SLOT_CHARS - 10)],  # whole (true) claims
+        "within_caps": many[: many.rindex("\n", 0, MAX_SLOT_CHARS - 10)],  # whole (true) claims
     }
     for name, derivation in cases.items():
         text = f"<think>\nDERIVATION:\n{derivation}\nASSIGNMENT: P0=knight\n</think><answer>x</answer>"
@@ -1345,14 +1347,14 @@ def test_huge_derivations_fail_quickly_without_raising():
             assert time.thread_time() - start < 1.0, name
             assert not check.derivation and check.reasons
         start = time.thread_time()
-        remaining, why = kk._certify(derivation, puzzle)  # the claim checker alone, without the slot cap
+        remaining, why = certify_claims(derivation, puzzle)  # the claim checker alone, without the slot cap
         assert time.thread_time() - start < 2.0, name
         if name == "within_caps":  # every claim true and cited, but most assignments are left open
             assert why is None and remaining.bit_count() > 1
         else:
             assert remaining is None and why
-    assert "more than" in kk._certify(many, puzzle)[1]  # over MAX_CLAIMS distinct claims
-    assert "longer than" in kk._certify(one_mb_line, puzzle)[1]
+    assert "more than" in certify_claims(many, puzzle)[1]  # over MAX_CLAIMS distinct claims
+    assert "longer than" in certify_claims(one_mb_line, puzzle)[1]
 
 
 # --- red team: a policy that knows the answer and attacks the certificate (issue #30) ---------------
@@ -1550,10 +1552,10 @@ def test_red_team_answer_only_policy_gets_kk_cot_pass_at_k_below_pass_at_k_in_th
     # wrong answer on the rest, counted by `faithgrpo eval`'s own loop (count_task) and table
     from math import comb
 
-    from faithgrpo.eval.adapters import task_rows
-    from faithgrpo.eval.cache import CompletionRecord
-    from faithgrpo.eval.passk import pass_at_k_table
-    from faithgrpo.eval.sections import count_task
+    from faithgrpo.eval.generation.cache import CompletionRecord
+    from faithgrpo.eval.metrics.passk import pass_at_k_table
+    from faithgrpo.eval.report.adapters import task_rows
+    from faithgrpo.eval.report.sections import count_task
 
     rows = task_rows("knights_knaves", 12, seed=30)
     records, expected = [], []
@@ -1684,7 +1686,12 @@ def test_random_text_never_raises_and_full_marks_imply_a_correct_answer(parts):
 def test_docstring_examples_run():
     import doctest
 
-    from faithgrpo.tasks import kk_claims, kk_formulas, kk_gold, kk_logic, kk_puzzle, kk_trace
+    from faithgrpo.tasks.knights_knaves import claims as kk_claims
+    from faithgrpo.tasks.knights_knaves import formulas as kk_formulas
+    from faithgrpo.tasks.knights_knaves import gold as kk_gold
+    from faithgrpo.tasks.knights_knaves import logic as kk_logic
+    from faithgrpo.tasks.knights_knaves import puzzle as kk_puzzle
+    from faithgrpo.tasks.knights_knaves import trace as kk_trace
 
     modules = (kk, kk_logic, kk_puzzle, kk_formulas, kk_trace, kk_claims, kk_gold)
     results = [doctest.testmod(m, optionflags=doctest.NORMALIZE_WHITESPACE) for m in modules]
@@ -1693,7 +1700,7 @@ def test_docstring_examples_run():
 
 def test_kk_fast_paths_match_the_patterns_they_stand_in_for():
     # the slot-header prefilter: every character a slot name's first letter matches (IGNORECASE)
-    from faithgrpo.tasks import kk_trace
+    from faithgrpo.tasks.knights_knaves import trace as kk_trace
 
     initial = re.compile("s|d|a", re.IGNORECASE)
     assert {c for c in map(chr, range(0x110000)) if initial.fullmatch(c)} == kk_trace._HEADER_INITIALS

@@ -1,4 +1,4 @@
-"""Tests for faithgrpo.tasks.prompts: the trace contract text and the problem statement."""
+"""Tests for faithgrpo.tasks.causal.prompts: the trace contract text and the problem statement."""
 
 from __future__ import annotations
 
@@ -9,8 +9,7 @@ import pytest
 
 from faithgrpo.rewards.calver import score_trace
 from faithgrpo.rewards.trace import parse_trace
-from faithgrpo.tasks.graph import CausalGraph, parse_graph
-from faithgrpo.tasks.prompts import (
+from faithgrpo.tasks.causal.prompts import (
     EXAMPLE_PROBLEMS,
     answer_format,
     answer_instructions,
@@ -22,7 +21,10 @@ from faithgrpo.tasks.prompts import (
     trace_instructions,
     user_message,
 )
-from faithgrpo.tasks.queries import QUERY_KINDS, format_query, parse_query, query_matches
+from faithgrpo.tasks.causal.queries import format_query, parse_query, query_matches
+from faithgrpo.tasks.causal.query_kinds import QUERY_KINDS
+from faithgrpo.tasks.graphs.edges import parse_graph
+from faithgrpo.tasks.graphs.model import CausalGraph
 
 
 @pytest.mark.parametrize("kind", [None, *QUERY_KINDS])

@@ -1,4 +1,4 @@
-"""Tests for faithgrpo.tasks.queries: answer parsing, grading, enumeration, query restatement."""
+"""Tests for faithgrpo.tasks.causal.queries: answer parsing, grading, enumeration, query restatement."""
 
 from __future__ import annotations
 
@@ -10,22 +10,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from faithgrpo.tasks import criteria as C
-from faithgrpo.tasks.graph import CausalGraph, parse_graph
-from faithgrpo.tasks.queries import (
-    MAX_SET_SIZE,
-    QUERY_KINDS,
+from faithgrpo.tasks import graphs as C
+from faithgrpo.tasks.causal.answers import MAX_SET_SIZE, parse_cycle, parse_node, parse_node_set, parse_yes_no
+from faithgrpo.tasks.causal.queries import (
     format_query,
     grade_answer,
     load_problem,
     normalize_answer,
-    parse_cycle,
-    parse_node,
-    parse_node_set,
     parse_query,
-    parse_yes_no,
     query_matches,
 )
+from faithgrpo.tasks.causal.query_kinds import QUERY_KINDS
+from faithgrpo.tasks.graphs.edges import parse_graph
+from faithgrpo.tasks.graphs.model import CausalGraph
 
 NAMES = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,6}", fullmatch=True).filter(lambda s: s.lower() != "and")
 

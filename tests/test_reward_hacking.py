@@ -13,7 +13,7 @@ on 4–8-node graphs plus some 9–12-node ones. The expectations are the guaran
 3. gold traces still score 6/6 (the attacks are measured against a working scorer).
 
 Expectations are set from the spec and from independent oracles (``grade_answer``, the graph
-functions of ``faithgrpo.tasks.criteria``), never from ``faithgrpo.tasks.derivation``.
+functions of ``faithgrpo.tasks.graphs.criteria``), never from ``faithgrpo.tasks.certificates.derivation``.
 
 Holes this suite found, now closed (each kept as a regression test below):
 
@@ -48,17 +48,19 @@ import pytest
 
 from faithgrpo.rewards.calver import score_trace
 from faithgrpo.rewards.trace import parse_trace
-from faithgrpo.tasks import criteria as C
-from faithgrpo.tasks.causal import (
+from faithgrpo.tasks import graphs as C
+from faithgrpo.tasks.causal.datasets import (
     CausalGraphConfig,
     CausalGraphDataset,
     CausalStoryConfig,
     CausalStoryDataset,
 )
-from faithgrpo.tasks.derivation import DEFAULT_MAX_PATHS
-from faithgrpo.tasks.gold import gold_trace, stratum_table
-from faithgrpo.tasks.graph import CausalGraph, node_sort_key
-from faithgrpo.tasks.queries import QUERY_KINDS, grade_answer
+from faithgrpo.tasks.causal.queries import grade_answer
+from faithgrpo.tasks.causal.query_kinds import QUERY_KINDS
+from faithgrpo.tasks.certificates.derivation import DEFAULT_MAX_PATHS
+from faithgrpo.tasks.certificates.gold import gold_trace
+from faithgrpo.tasks.graphs.model import CausalGraph, node_sort_key
+from faithgrpo.tasks.graphs.strata import stratum_table
 
 CAP = DEFAULT_MAX_PATHS
 SPECS = (
@@ -853,7 +855,7 @@ def _sample(step=4):
 
 
 def test_strategy_attacks_fail_the_strategy_check_only():
-    from faithgrpo.tasks.queries import METHOD_GROUPS
+    from faithgrpo.tasks.causal.strategy_methods import METHOD_GROUPS
 
     every = ", ".join(n for names in METHOD_GROUPS.values() for n in names)
     for label, p in _sample(2):

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from faithgrpo.rewards.calver import score_trace
-from faithgrpo.tasks.knights_knaves import kk_cot_correct
+from faithgrpo.tasks.knights_knaves.checker import kk_cot_correct
 from faithgrpo.tasks.sft import build_sft_dataset
 
 RECIPE = Path(__file__).resolve().parents[1] / "recipes" / "sft_traces.py"
@@ -28,7 +28,7 @@ def test_sft_rows_are_verified_gold_traces_of_the_tasks_that_have_one():
     assert set(counts) == {"causal_graph", "causal_story", "knights_knaves"}  # arithmetic has no trace
     assert len(dataset) == sum(counts.values()) < MIX["size"]
 
-    from faithgrpo.tasks.causal import build_dataset
+    from faithgrpo.tasks.mix import build_dataset
 
     source = {json.dumps(r["prompt"]): r for r in build_dataset(MIX)}
     for row in dataset:
@@ -50,8 +50,8 @@ def test_sft_rows_are_seed_deterministic_and_need_a_traceable_task():
 
 
 def test_plain_gold_style_is_one_wording_with_the_smallest_valid_answer():
-    from faithgrpo.tasks.causal import build_dataset
-    from faithgrpo.tasks.gold import gold_trace
+    from faithgrpo.tasks.certificates.gold import gold_trace
+    from faithgrpo.tasks.mix import build_dataset
 
     mix = {"size": 24, "seed": 5, "story_fraction": 0.0, "causal": {"min_nodes": 4, "max_nodes": 5}}
     plain, _ = build_sft_dataset(mix, gold_style="plain")

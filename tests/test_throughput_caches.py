@@ -14,15 +14,20 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from faithgrpo.rewards import calver
-from faithgrpo.rewards.calver import prepare_problem, score_trace
+from faithgrpo.rewards import calver_checks, calver_problem
+from faithgrpo.rewards.calver import score_trace
 from faithgrpo.rewards.calver_checks import _names_plain_copy, _parsed_plain_copy
-from faithgrpo.rewards.calver_problem import CalverConfig
+from faithgrpo.rewards.calver_problem import CalverConfig, prepare_problem
 from faithgrpo.rewards.trace import parse_trace
 from faithgrpo.tasks import knights_knaves as kk
-from faithgrpo.tasks.derivation import check_derivation, derivation_context, parse_claim
-from faithgrpo.tasks.graph import CausalGraph, GraphParseError, parse_graph
-from faithgrpo.tasks.queries import grade_answer, normalize_answer
+from faithgrpo.tasks.causal.queries import grade_answer, normalize_answer
+from faithgrpo.tasks.certificates.claim_checks import derivation_context
+from faithgrpo.tasks.certificates.claims import parse_claim
+from faithgrpo.tasks.certificates.derivation import check_derivation
+from faithgrpo.tasks.graphs.edges import parse_graph
+from faithgrpo.tasks.graphs.model import CausalGraph, GraphParseError
+from faithgrpo.tasks.knights_knaves import checker as kk_checker
+from faithgrpo.tasks.knights_knaves import puzzle as kk_puzzle_module
 
 PROBLEM = {
     "graph": {
@@ -147,11 +152,11 @@ def test_plain_copy_by_names_sees_the_gold_spelling_and_its_reorderings():
 
 def test_problem_memo_is_bounded_and_skips_long_slots():
     prepared = prepare_problem(copy.deepcopy(PROBLEM))
-    for i in range(calver._MEMO_ENTRIES + 50):
+    for i in range(calver_problem._MEMO_ENTRIES + 50):
         score_trace(trace(graph=f"W -> U; U -> X; U -> Y; X -> M; M -> Y; Q{i}"), prepared)
-    assert 0 < len(prepared._memo) <= calver._MEMO_ENTRIES
+    assert 0 < len(prepared._memo) <= calver_problem._MEMO_ENTRIES
     long_graph = "; ".join(["W -> U"] * 300)  # over _MEMO_KEY_CHARS
-    assert len(long_graph) > calver._MEMO_KEY_CHARS
+    assert len(long_graph) > calver_problem._MEMO_KEY_CHARS
     score_trace(trace(graph=long_graph), prepared)
     assert not any(long_graph in key for key in prepared._memo if isinstance(key, tuple))
 
@@ -205,7 +210,7 @@ def test_kk_puzzles_are_shared_by_content_and_checks_do_not_leak():
     first.reasons.append("tampered")
     assert [kk.check_kk_trace(t, puzzle).as_dict() for t in (gold, bad, gold)] == fresh
     assert fresh[0]["total"] == 6 and fresh[1]["total"] < 6
-    assert len(puzzle._memo) <= kk._MEMO_ENTRIES
+    assert len(puzzle._memo) <= kk_puzzle_module._MEMO_ENTRIES
 
 
 # -- fast paths (issue 15, cold pass): each must give exactly what the general path gives ------------
@@ -262,12 +267,12 @@ def test_kk_role_reference_fast_path_agrees_with_the_token_scan():
         "no references here",
     ]
     for body in bodies:
-        slow = kk._role_ref_problem(body, puzzle)
-        fast_ok = kk._role_refs_ok(body.lower(), puzzle)
+        slow = kk_checker._role_ref_problem(body, puzzle)
+        fast_ok = kk_checker._role_refs_ok(body.lower(), puzzle)
         assert not (fast_ok and slow), body  # the fast path never passes what the scan rejects
         if slow is None:
             assert fast_ok, body  # and only falls back when the scan may have something to say
-    assert "zed" in kk._role_ref_problem("Zed=knight", puzzle)
+    assert "zed" in kk_checker._role_ref_problem("Zed=knight", puzzle)
 
 
 def test_derivation_bullets_strip_the_same_with_any_line_break():
@@ -284,9 +289,9 @@ def test_derivation_bullets_strip_the_same_with_any_line_break():
 
 def test_calver_shares_the_graders_validity_only_for_the_same_inputs():
     text = json.dumps(PROBLEM)
-    assert calver._prepare_json(text)._shared_text == text
+    assert calver_problem._prepare_json(text)._shared_text == text
     hinted = json.dumps(dict(PROBLEM, query=dict(PROBLEM["query"], answer="{M}")))
-    assert calver._prepare_json(hinted)._shared_text is None  # its query loses a field when prepared
+    assert calver_problem._prepare_json(hinted)._shared_text is None  # its query loses a field when prepared
     assert prepare_problem(copy.deepcopy(PROBLEM))._shared_text is None  # a dict has no source text
     for t in (trace(), trace("{M}"), trace("{U, W}")):
         assert score_trace(t, text).as_dict() == score_trace(t, copy.deepcopy(PROBLEM)).as_dict()
@@ -295,7 +300,7 @@ def test_calver_shares_the_graders_validity_only_for_the_same_inputs():
 
 # -- memos added for the all-gold cold pass: equal to the unmemoised path, bounded, keyed by content ---
 def _ate_problem_far_from_zero() -> dict:
-    from faithgrpo.tasks.causal import CausalGraphConfig, CausalGraphDataset
+    from faithgrpo.tasks.causal.datasets import CausalGraphConfig, CausalGraphDataset
 
     for seed in range(50):
         ds = CausalGraphDataset(CausalGraphConfig(size=1, seed=seed, query_kinds=("ate",)))
@@ -306,13 +311,13 @@ def _ate_problem_far_from_zero() -> dict:
 
 
 def test_certificate_memo_tells_equal_values_apart_and_stays_bounded():
-    from faithgrpo.tasks import derivation
-    from faithgrpo.tasks.gold import gold_trace
+    from faithgrpo.tasks.certificates import derivation
+    from faithgrpo.tasks.certificates.gold import gold_trace
 
     problem = _ate_problem_far_from_zero()
     p = prepare_problem(copy.deepcopy(problem))
     gold = parse_trace(gold_trace(problem, rng=0))
-    z, _ = calver._ate_adjustment_set(gold.result)
+    z, _ = calver_checks._ate_adjustment_set(gold.result)
     decision = p.true_ate > float(p.query["threshold"])
     args = (gold.derivation, "ate", p.query)
     ctx = p._derivation_context
@@ -348,8 +353,8 @@ def test_derivation_memo_follows_the_result_text_and_keeps_no_graph():
 
 
 def test_strategy_verdicts_are_shared_by_text_and_kind():
-    from faithgrpo.tasks.queries import QUERY_KINDS
-    from faithgrpo.tasks.strategy_methods import _strategy_check
+    from faithgrpo.tasks.causal.query_kinds import QUERY_KINDS
+    from faithgrpo.tasks.causal.strategy_methods import strategy_check
 
     texts = [
         "backdoor criterion",
@@ -362,4 +367,4 @@ def test_strategy_verdicts_are_shared_by_text_and_kind():
     for _ in range(2):  # the second round reads the cache
         for kind in QUERY_KINDS.values():
             for text in texts:
-                assert kind.strategy_problem(text) == _strategy_check(kind.name, kind.strategies, text)
+                assert kind.strategy_problem(text) == strategy_check(kind.name, kind.strategies, text)

@@ -17,8 +17,8 @@ REQUIRED_COLUMNS: dict[str, tuple[str, ...]] = {
 
 
 def task_mix(script_args, training_args):
-    """The :class:`~faithgrpo.tasks.causal.TaskMixConfig` the script arguments describe."""
-    from faithgrpo.tasks.causal import TaskMixConfig
+    """The :class:`~faithgrpo.tasks.mix.TaskMixConfig` the script arguments describe."""
+    from faithgrpo.tasks.mix import TaskMixConfig
 
     return TaskMixConfig(
         size=script_args.task_size,
@@ -91,6 +91,6 @@ def make_dataset(script_args, training_args):
     """``--dataset_name`` when given, else the generated task mixture."""
     if script_args.dataset_name is not None:
         return load_user_dataset(script_args)
-    from faithgrpo.tasks.causal import build_dataset
+    from faithgrpo.tasks.mix import build_dataset
 
     return build_dataset(task_mix(script_args, training_args))

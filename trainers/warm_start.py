@@ -84,13 +84,13 @@ def warm_start_key(config: Path, model_name: str) -> str:
 
     The SFT config's content (without output and logging keys), the model name and the path it
     resolves to (the embedded model's path carries its version), the faithgrpo version and the
-    gold-trace format (:data:`faithgrpo.tasks.gold.GOLD_FORMAT`). Same key, same adapter: the cached one
+    gold-trace format (:data:`faithgrpo.tasks.certificates.gold.GOLD_FORMAT`). Same key, same adapter: the cached one
     is reused.
     """
     import yaml
 
     import faithgrpo
-    from faithgrpo.tasks.gold import GOLD_FORMAT
+    from faithgrpo.tasks.certificates.gold import GOLD_FORMAT
 
     try:
         loaded = yaml.safe_load(Path(config).read_text(encoding="utf-8"))

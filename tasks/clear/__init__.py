@@ -1,0 +1,75 @@
+"""CLEAR-format adapter: read CLEAR records, judge answers under the graph predicate, convert to problems.
+
+CLEAR (Chen et al. 2024, "CLEAR: Can Language Models Really Understand Causal Graphs?") ships one
+JSON-Lines file per task type (``data/json_single/<task_type>.json``); a record is
+``{description, graph_type, uid, sid, question, answer, question_type, task_type}``. The wording of
+every description and question template is in ``CLEAR_FORMAT.md`` (the contract); this module reads
+exactly those templates for nine task types and every question type they use:
+
+==========================  ======================  ===============================================
+task type                   question types          a valid answer is
+==========================  ======================  ===============================================
+backdoor_adjustment_set     FO (any/minimal/        a set satisfying the backdoor criterion
+                            maximal), YN, MC, EX    (m-separation form in ADMGs)
+frontdoor_adjustment_set    FO (any/minimal/        a set satisfying Pearl's front-door criterion
+                            maximal), YN, MC, EX
+d-separation                FO (any/minimal), YN,   a set Z, x, y not in Z, m-separating x and y
+                            MC                      (d-separation in a DAG)
+blocked_path                FO (any/minimal), YN,   a set Z, path endpoints not in Z, blocking the
+                            MC                      path
+backdoor_path               FO (shortest/longest),  a path from x to y starting with an arrowhead
+                            FA, HM, YN, MC          into x (``x<-``, ``x<->``); FA/HM: all of them
+directed_path               FA, HM, YN, EX, MC      a simple path ``x->...->y``
+cycle                       FO, YN, MC, EX          a closed directed path (rule below)
+markov_blanket              FO, YN, MC              the Markov blanket (DAGs)
+c-component                 YN, FA, HM              the partition into districts (maximal sets
+                                                    joined by bi-directed edges alone)
+==========================  ======================  ===============================================
+
+Semantics fixed by the published labels (``CLEAR_FORMAT.md``): *minimal* / *maximal* sets are valid
+sets with no valid proper subset / superset, decided by brute force over subsets; *shortest* /
+*longest* count edges among all backdoor paths; a cycle candidate is a cycle only when every arrow
+is ``->`` (or every arrow ``<-``), each step is an edge in that direction and the last node equals
+the first (``N<-W->K->N`` is not one); ``Is it a C-component?`` is yes exactly when the whole graph
+is one district (directed edges do not count), whatever the ``graph_type``; FA answers compare as
+sets of paths / sets of sets; backdoor paths in ADMGs may use ``<->`` edges.
+
+Where the wording leaves a case open the judge answers ``None`` instead of guessing:
+front-door questions when the treatment has no directed path to the outcome (the empty set then
+satisfies the criterion literally), Markov blankets outside DAGs, separation claims whose
+conditioning set holds an endpoint, claimed paths written from the outcome back to the treatment,
+claimed closed walks that revisit a node, and enumerations over the caps.
+
+Public API: :func:`read_question` (a typed :class:`ClearQuestion`), :func:`judge`,
+:func:`listed_answers`, :func:`to_problem` (adjustment-set and separation records as DESIGN §4
+problems that CALVER scores), :func:`load_records`, :func:`evaluate_file`, :func:`format_summary`,
+:func:`parse_description`. Every parser is bounded (length caps before any regex), nothing is
+evaluated, and :func:`judge` never raises.
+"""
+
+from faithgrpo.tasks.clear.candidates import judge, listed_answers
+from faithgrpo.tasks.clear.descriptions import (
+    QUESTION_TYPES,
+    TASK_TYPES,
+    VARIANTS,
+    normalize_task_type,
+    parse_description,
+)
+from faithgrpo.tasks.clear.questions import ClearQuestion, read_question
+from faithgrpo.tasks.clear.records import evaluate_file, format_summary, load_records, to_problem
+
+__all__ = [
+    "QUESTION_TYPES",
+    "TASK_TYPES",
+    "VARIANTS",
+    "ClearQuestion",
+    "evaluate_file",
+    "format_summary",
+    "judge",
+    "listed_answers",
+    "load_records",
+    "normalize_task_type",
+    "parse_description",
+    "read_question",
+    "to_problem",
+]

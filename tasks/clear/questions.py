@@ -1,0 +1,314 @@
+"""The typed reading of a CLEAR record: :class:`ClearQuestion`, the question templates, :func:`read_question`.
+
+The record format and the templates' wording are described in :mod:`faithgrpo.tasks.clear`.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from faithgrpo.tasks import graphs as C
+from faithgrpo.tasks.causal.answers import parse_node_set
+from faithgrpo.tasks.clear.descriptions import (
+    CANONICAL_TASK_TYPES,
+    MAX_TEXT_CHARS,
+    PATH_TASKS,
+    QUESTION_TYPES,
+    normalize_task_type,
+    parse_description,
+)
+from faithgrpo.tasks.graphs.edges import Path, parse_path
+from faithgrpo.tasks.graphs.model import CausalGraph, GraphParseError
+
+
+# ---------------------------------------------------------------------------------------------
+# the typed reading of a record
+@dataclass(frozen=True)
+class ClearQuestion:
+    """A CLEAR record read against its template.
+
+    Attributes:
+        task_type: the CLEAR name (one of :data:`TASK_TYPES`, e.g. ``"d-separation"``).
+        question_type: ``FO``, ``FA``, ``HM``, ``YN``, ``EX`` or ``MC``.
+        graph: the described graph.
+        x, y: treatment and outcome (adjustment sets), the two nodes to separate (d-separation),
+            start and end (backdoor/directed paths); ``None`` otherwise.
+        node: the node of a Markov-blanket question.
+        path: the path a ``blocked_path`` question is about.
+        variant: ``"any"``, ``"minimal"``/``"maximal"`` (sets), ``"shortest"``/``"longest"`` (paths).
+        claim: the set (a ``frozenset``) or path (a :class:`~faithgrpo.tasks.graphs.edges.Path`) a YN
+            question asks about; ``None`` for questions without one (existence, ``Is it a
+            C-component?``).
+        options: MC options ``(letter, value)`` in order; a value is ``None`` when unreadable.
+    """
+
+    task_type: str
+    question_type: str
+    graph: CausalGraph
+    x: str | None = None
+    y: str | None = None
+    node: str | None = None
+    path: Path | None = None
+    variant: str = "any"
+    claim: frozenset[str] | Path | None = None
+    options: tuple[tuple[str, frozenset[str] | Path | None], ...] = ()
+
+
+_NAME = r"[A-Za-z0-9_]{1,64}"
+_ARROWS = r"(?:<->|->|<-|→|←|↔)"
+_SET = r"(?P<set>set\(\)|\{[^{}]{0,4000}\})"
+_END = r"\s?[.?]?"
+
+
+def _node(group: str, prefix: bool = True) -> str:
+    return (r"(?:node\s)?" if prefix else "") + rf"(?P<{group}>{_NAME})"
+
+
+def _path(group: str) -> str:
+    return rf"(?P<{group}>{_NAME}(?:\s?{_ARROWS}\s?{_NAME}){{1,64}})"
+
+
+_X, _Y, _V = _node("x"), _node("y"), _node("node")
+_FROM = rf"from\s{_X}\sto\s{_Y}"
+_VARIANT = r"(?:(?P<v1>minimal|maximal)\s)?(?:valid\s)?(?:(?P<v2>minimal|maximal)\s)?"
+_ROLES = (
+    rf"for\streatment\s{_X}\sand\soutcome\s{_Y}",
+    rf"for\s(?:the\sordered\spair\s)?\(\s?{_X}\s?,\s?{_Y}\s?\)",
+)
+_NODESET = r"(?:node\s?set|set\sof\snodes)"
+
+# form -> question types it answers
+_FORM_QTYPES = {
+    "find": ("FO",),
+    "find_blanket": ("FO", "FA"),
+    "claim": ("YN",),
+    "choice": ("MC",),
+    "exists": ("EX", "YN"),
+    "whole": ("YN", "EX"),
+    "all": ("FA",),
+    "count": ("HM",),
+}
+
+
+def _adjustment_templates(word: str) -> list[tuple[str, str]]:
+    out = []
+    for role in _ROLES:
+        out += [
+            ("find", rf"find\s(?:one|a|an)\s{_VARIANT}{word}\sadjustment\sset\s{role}{_END}"),
+            ("claim", rf"is\s{_SET}\san?\s{_VARIANT}{word}\sadjustment\sset\s{role}{_END}"),
+            ("choice", rf"which\sof\sthe\sfollowing\s(?:sets\s)?is\san?\s{_VARIANT}{word}\sadjustment\sset\s{role}{_END}"),
+            ("exists", rf"(?:does\sthere\sexist|is\sthere)\san?\s{_VARIANT}{word}\sadjustment\sset\s{role}{_END}"),
+            ("all", rf"find\sall\s{_VARIANT}{word}\sadjustment\ssets\s{role}{_END}"),
+            ("count", rf"how\smany\s{_VARIANT}{word}\sadjustment\ssets\s(?:are\sthere|exist)\s{role}{_END}"),
+        ]  # fmt: skip
+    return out
+
+
+def _path_templates(word: str) -> list[tuple[str, str]]:
+    return [
+        ("find", rf"find\sthe\s(?P<v1>shortest|longest)\s{word}\spath\s{_FROM}{_END}"),
+        ("find", rf"find\s(?:one|a)\s{word}\spath\s{_FROM}{_END}"),
+        ("all", rf"find\sall\s(?:the\s)?{word}\spaths\s{_FROM}{_END}"),
+        ("count", rf"how\smany\s{word}\spaths\s(?:are\sthere\s|are\s|exist\s)?{_FROM}{_END}"),
+        ("claim", rf"is\s{_path('cpath')}\sa\s{word}\spath\s{_FROM}{_END}"),
+        ("choice", rf"which\sof\sthe\sfollowing\sis\sa\s{word}\spath\s{_FROM}{_END}"),
+        ("exists", rf"(?:is\sthere\sa|does\sthere\sexist\sa|are\sthere\sany)\s{word}\spaths?\s{_FROM}{_END}"),
+    ]  # fmt: skip
+
+
+_PARTITION = (
+    r"(?:it\scan\sbe\suniquely\spartitioned\sinto\sa\sset\sc\(g\)\sof\ssubgraphs,\s"
+    r"each\sa\smaximal\sc-component\.\s)?"
+)
+_GRAPH = r"in\s(?:this|the)\sgraph"
+_TEMPLATE_TEXT: dict[str, list[tuple[str, str]]] = {
+    "backdoor_adjustment_set": _adjustment_templates(r"back-?door"),
+    "frontdoor_adjustment_set": _adjustment_templates(r"front-?door"),
+    "d-separation": [
+        ("find", rf"find\s(?:one|a)\s(?:valid\s)?{_NODESET}\sthat\scan\s[dm]-?separate\s{_X}\sand\s{_Y}{_END}"),
+        ("find", rf"find\s(?:the|a|one)\s(?P<v1>minimal)\s(?:valid\s)?{_NODESET}\sthat\scan\s[dm]-?separate\s{_X}\sand\s{_Y}{_END}"),
+        ("claim", rf"are\s{_X}\sand\s{_Y}\s[dm]-?separated\s(?:by|given)\s(?:the\s)?(?:{_NODESET}\s)?{_SET}{_END}"),
+        ("choice", rf"which\sof\sthe\sfollowing\s(?:{_NODESET}s|sets)\scan\s[dm]-?separate\s{_X}\sand\s{_Y}{_END}"),
+    ],
+    "blocked_path": [
+        ("find", rf"find\s(?:one|a)\s(?:valid\s)?{_NODESET}\sthat\scan\sblock\s(?:the\s)?path\s{_path('path')}{_END}"),
+        ("find", rf"find\s(?:the|a|one)\s(?P<v1>minimal)\s(?:valid\s)?{_NODESET}\sthat\scan\sblock\s(?:the\s)?path\s{_path('path')}{_END}"),
+        ("claim", rf"can\s(?:the\s)?path\s{_path('path')}\sbe\sblocked\sby\s(?:the\s)?(?:{_NODESET}\s)?{_SET}{_END}"),
+        ("choice", rf"which\sof\sthe\sfollowing\s{_NODESET}s\scan\sblock\s(?:the\s)?path\s{_path('path')}{_END}"),
+    ],
+    "backdoor_path": _path_templates(r"back-?door"),
+    "directed_path": _path_templates(r"directed"),
+    "cycle": [
+        ("find", rf"find\s(?:one|a)\scycle\s{_GRAPH}{_END}"),
+        ("claim", rf"is\s{_path('cpath')}\sa\scycle\s{_GRAPH}{_END}"),
+        ("choice", rf"which\sof\sthe\sfollowing\sis\sa\scycle\s{_GRAPH}{_END}"),
+        ("exists", rf"(?:are\sthere\sany\scycles|is\sthere\sa\scycle|does\s(?:this|the)\sgraph\s(?:have|contain)\sa\scycle)(?:\s{_GRAPH})?{_END}"),
+        ("all", rf"find\sall\s(?:the\s)?cycles\s{_GRAPH}{_END}"),
+        ("count", rf"how\smany\scycles\s(?:are\sthere\s)?{_GRAPH}{_END}"),
+    ],
+    "markov_blanket": [
+        ("find_blanket", rf"(?:what\sis|find)\sthe\smarkov\sblanket\sof\s{_V}{_END}"),
+        ("claim", rf"is\s{_SET}\sthe\smarkov\sblanket\sof\s{_V}{_END}"),
+        ("choice", rf"which\sof\sthe\sfollowing\sis\sthe\smarkov\sblanket\sof\s{_V}{_END}"),
+        ("count", rf"how\smany\snodes\sare\s(?:there\s)?in\sthe\smarkov\sblanket\sof\s{_V}{_END}"),
+    ],
+    "c-component": [
+        ("whole", rf"is\s(?:it|this\sgraph|the\s(?:given\s)?graph)\sa\sc-?component{_END}"),
+        ("all", rf"{_PARTITION}write\sdown\s(?:such|the)\spartition\sof\sthe\sgiven\sgraph{_END}"),
+        ("count", rf"{_PARTITION}how\smany\ssubgraphs\sare\sthere\sin\sc\(g\){_END}"),
+    ],
+}  # fmt: skip
+_TEMPLATES = {
+    task: [(form, re.compile(text, re.IGNORECASE)) for form, text in items]
+    for task, items in _TEMPLATE_TEXT.items()
+}
+
+_OPTION_SPLIT_RE = re.compile(r"(?:^|\s+)([A-Z])[.)]\s+")
+PATH_LIT_RE = re.compile(rf"(?<![A-Za-z0-9_]){_NAME}(?:\s*{_ARROWS}\s*{_NAME})+")  # starts at a name's start
+SET_LIT_RE = re.compile(r"\{[^{}]{0,4000}\}|\bset\(\)")
+SEPARATORS_RE = re.compile(r"[\s,;\[\]()'\"]*")
+
+
+def _split_options(question: str) -> tuple[str, list[tuple[str, str]]] | None:
+    """``(stem, [(letter, text), ...])`` for an MC question (stem up to its first ``?``)."""
+    cut = question.find("?")
+    if cut < 0:
+        return None
+    stem, rest = question[: cut + 1], question[cut + 1 :]
+    rest = re.sub(r"\\(?=\s*(?:\n|$))", "", rest).strip()  # markdown line breaks (``\`` + newline)
+    parts = _OPTION_SPLIT_RE.split(rest)
+    if len(parts) < 5 or parts[0].strip():
+        return None
+    letters, texts = parts[1::2], parts[2::2]
+    if letters != [chr(ord("A") + i) for i in range(len(letters))]:
+        return None
+    return stem, [(a, t.strip()) for a, t in zip(letters, texts)]
+
+
+def parse_set(text: Any) -> frozenset[str] | None:
+    if not isinstance(text, str) or len(text) > MAX_TEXT_CHARS:
+        return None
+    s = text.strip().rstrip(".").strip()
+    m = re.fullmatch(r"\[\s*(\{[^{}\[\]]*\}|set\(\))\s*\]", s)  # a one-set list
+    return parse_node_set(m.group(1) if m else s)
+
+
+def parse_one_path(text: Any) -> Path | None:
+    if not isinstance(text, str) or len(text) > MAX_TEXT_CHARS:
+        return None
+    s = text.strip().rstrip(".").strip()
+    m = re.fullmatch(r"\[\s*(['\"]?)([^\[\]'\"]*)\1\s*\]", s)  # a one-path list
+    if m:
+        s = m.group(2)
+    try:
+        return parse_path(s.strip().strip("'\"`"))
+    except GraphParseError:
+        return None
+
+
+def option_value(task: str, text: str) -> frozenset[str] | Path | None:
+    return parse_one_path(text) if task in PATH_TASKS else parse_set(text)
+
+
+def read_question(record: Mapping[str, Any]) -> ClearQuestion | None:
+    """Read a CLEAR record against the templates of ``CLEAR_FORMAT.md``.
+
+    Returns:
+        The typed reading, or ``None`` when the task type is not one of :data:`TASK_TYPES`, the
+        question type does not fit the template, or the description or question cannot be read
+        (roles naming nodes outside the graph, a ``blocked_path`` path that is not a path of the
+        graph, a claimed set that is not a set). Never raises.
+
+    Example:
+        >>> q = read_question({"task_type": "d-separation", "question_type": "YN",
+        ...     "description": "Given a DAG (directed acyclic graph) with nodes A, B, C and directed edges A->B, B->C.",
+        ...     "question": "Are node A and node C d-separated by nodeset {'B'}?"})
+        >>> q.x, q.y, sorted(q.claim)
+        ('A', 'C', ['B'])
+    """
+    try:
+        if not isinstance(record, Mapping):
+            return None
+        task = CANONICAL_TASK_TYPES.get(normalize_task_type(record.get("task_type", "")))
+        qtype = str(record.get("question_type", ""))[:8].strip().upper()
+        question, description = record.get("question"), record.get("description")
+        graph_type = record.get("graph_type")
+        if task is None or qtype not in QUESTION_TYPES:
+            return None
+        if not isinstance(question, str) or not isinstance(description, str):
+            return None
+        if len(question) > MAX_TEXT_CHARS or len(description) > MAX_TEXT_CHARS:
+            return None
+        return read_typed_question(
+            task, qtype, description, graph_type if isinstance(graph_type, str) else None, question
+        )
+    except (GraphParseError, ValueError, TypeError, KeyError, IndexError, RecursionError):
+        return None
+
+
+@functools.lru_cache(maxsize=4096)
+def read_typed_question(
+    task: str, qtype: str, description: str, graph_type: str | None, question: str
+) -> ClearQuestion | None:
+    try:
+        g = parse_description(description, graph_type)
+    except GraphParseError:
+        return None
+    options: list[tuple[str, str]] = []
+    stem = question
+    if qtype == "MC":
+        split = _split_options(question)
+        if split is None:
+            return None
+        stem, options = split
+    stem = " ".join(stem.split())
+    for form, pattern in _TEMPLATES[task]:
+        m = pattern.fullmatch(stem)
+        if m:
+            if qtype not in _FORM_QTYPES[form]:
+                return None
+            break
+    else:
+        return None
+    groups = m.groupdict()
+    x, y, node = groups.get("x"), groups.get("y"), groups.get("node")
+    if any(v is not None and v not in g.node_set for v in (x, y, node)) or (x is not None and x == y):
+        return None
+    v1, v2 = (groups.get("v1") or "").lower(), (groups.get("v2") or "").lower()
+    if v1 and v2 and v1 != v2:
+        return None
+    variant = v1 or v2 or "any"
+    path = None
+    if groups.get("path"):
+        try:
+            path = parse_path(groups["path"])
+        except GraphParseError:
+            return None
+        if not C.is_path(g, path):
+            return None
+    claim: frozenset[str] | Path | None = None
+    if groups.get("set"):
+        claim = parse_node_set(groups["set"])
+        if claim is None:
+            return None
+    if groups.get("cpath"):
+        try:
+            claim = parse_path(groups["cpath"])
+        except GraphParseError:
+            return None
+    return ClearQuestion(
+        task_type=task,
+        question_type=qtype,
+        graph=g,
+        x=x,
+        y=y,
+        node=node,
+        path=path,
+        variant=variant,
+        claim=claim,
+        options=tuple((letter, option_value(task, text)) for letter, text in options),
+    )

@@ -1,0 +1,218 @@
+"""CLEAR records: files and loading (:func:`load_records`), per-file evaluation (:func:`evaluate_file`,
+:func:`format_summary`) and CALVER problems (:func:`to_problem`); the format is documented in
+:mod:`faithgrpo.tasks.clear`."""
+
+from __future__ import annotations
+
+import errno
+import json
+from collections.abc import Iterator, Mapping
+from pathlib import Path as FsPath
+from typing import Any
+
+from faithgrpo.tasks.causal.query_kinds import QUERY_KINDS
+from faithgrpo.tasks.clear.bits import graph_bits
+from faithgrpo.tasks.clear.candidates import judge, listed_answers
+from faithgrpo.tasks.clear.descriptions import (
+    ADJUSTMENT_TASKS,
+)
+from faithgrpo.tasks.clear.questions import read_question, read_typed_question
+from faithgrpo.tasks.clear.truth import graph_cycles, is_supported, path_universe, set_family
+from faithgrpo.tasks.graphs.model import node_sort_key
+
+__all__ = [
+    "evaluate_file",
+    "format_summary",
+    "load_records",
+    "to_problem",
+]
+
+
+# ---------------------------------------------------------------------------------------------
+# CLEAR -> CALVER problems
+def to_problem(record: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A CLEAR adjustment-set or separation record as a DESIGN §4 problem that CALVER scores.
+
+    Converted: FO records of ``backdoor_adjustment_set`` (any/minimal/maximal),
+    ``frontdoor_adjustment_set`` (any/minimal/maximal) and ``d-separation`` (any/minimal) become
+    ``backdoor_set`` / ``frontdoor_set`` / ``dsep_set`` (DAG) or ``msep_set`` (ADMG) queries, and
+    d-separation YN records (``Are node A and node B d-separated by nodeset {...}?``) become
+    ``ci_test`` queries. A variant is written only when it is not ``"any"``; a combination that
+    :mod:`faithgrpo.tasks.causal.queries` does not accept yet (``check_query`` raises) gives ``None``.
+
+    Not converted (``None``): backdoor/frontdoor YN records, since no query kind asks whether a
+    *given* set is valid; front-door records whose treatment has no directed path to the outcome
+    (the judge leaves them open too); every other task or question type.
+
+    Returns:
+        ``{"graph", "query", "text", "mode": "supplied", "clear": {"uid", "sid", "task_type",
+        "question_type"}}`` with ``text`` from :func:`faithgrpo.tasks.causal.prompts.problem_text`, or
+        ``None``.
+    """
+    q = read_question(record)
+    if q is None or q.question_type not in ("FO", "YN") or not is_supported(q):
+        return None
+    g = q.graph
+    query: dict[str, Any]
+    if q.task_type in ADJUSTMENT_TASKS and q.question_type == "FO":
+        kind = "backdoor_set" if q.task_type == "backdoor_adjustment_set" else "frontdoor_set"
+        query = {"kind": kind, "treatment": q.x, "outcome": q.y}
+    elif q.task_type == "d-separation" and q.question_type == "FO":
+        kind = "dsep_set" if g.kind == "DAG" else "msep_set"
+        query = {"kind": kind, "x": q.x, "y": q.y}
+    elif q.task_type == "d-separation" and isinstance(q.claim, frozenset):
+        kind = "ci_test"
+        query = {"kind": kind, "x": q.x, "y": q.y, "given": sorted(q.claim, key=node_sort_key)}
+    else:
+        return None
+    if q.variant != "any":
+        query["variant"] = q.variant
+    try:
+        QUERY_KINDS[kind].check_query(g, query)
+    except ValueError:
+        return None
+    from faithgrpo.tasks.causal.prompts import problem_text
+
+    return {
+        "graph": g.to_dict(),
+        "query": query,
+        "text": problem_text(g, query),
+        "mode": "supplied",
+        "clear": {
+            "uid": record.get("uid"),
+            "sid": record.get("sid"),
+            "task_type": q.task_type,
+            "question_type": q.question_type,
+        },
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# files
+def _files(path: str | FsPath) -> list[FsPath]:
+    p = FsPath(path)
+    if p.is_dir():
+        files = sorted(f for f in p.iterdir() if f.is_file() and f.suffix in (".json", ".jsonl"))
+        if not files:
+            raise ValueError(f"{p}: no .json or .jsonl files in the directory")
+        return files
+    if p.is_file():
+        return [p]
+    raise FileNotFoundError(errno.ENOENT, "No such file or directory", str(p))
+
+
+def _iter_records(path: str | FsPath) -> Iterator[tuple[FsPath, int, Any]]:
+    """``(file, line, value)`` per non-blank line (``value`` is ``None`` for a line that is not JSON)."""
+    for f in _files(path):
+        with open(f, encoding="utf-8") as fh:
+            text = fh.read()
+        if text.lstrip().startswith("["):  # a whole-file JSON array
+            try:
+                values = json.loads(text)
+            except json.JSONDecodeError:
+                values = None
+            if isinstance(values, list):
+                for i, value in enumerate(values, 1):
+                    yield f, i, value
+                continue
+        for i, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                yield f, i, json.loads(line)
+            except json.JSONDecodeError:
+                yield f, i, None
+
+
+def load_records(path: str | FsPath) -> list[dict[str, Any]]:
+    """Read CLEAR records from a JSON-Lines file or a directory of them (CLEAR's ``data/json_single/``).
+
+    A directory contributes its ``*.json`` and ``*.jsonl`` files in name order; CLEAR's
+    ``<task_type>.json`` files are JSON Lines despite the suffix (a whole-file JSON array is read
+    too).
+
+    Raises:
+        FileNotFoundError: ``path`` does not exist.
+        ValueError: a line that is not a JSON object, named as ``file:line``; a directory without
+            record files.
+    """
+    out = []
+    for f, line, value in _iter_records(path):
+        if not isinstance(value, dict):
+            raise ValueError(f"{f}:{line}: not a JSON object (one CLEAR record per line expected)")
+        out.append(value)
+    return out
+
+
+def _record_verdict(record: Mapping[str, Any]) -> bool | None:
+    listed = listed_answers(record)
+    if not listed:
+        return judge(record, record.get("answer"))
+    verdicts = [judge(record, a) for a in listed]
+    if any(v is None for v in verdicts):
+        return None
+    return all(verdicts)
+
+
+_COUNTS = ("total", "judged", "accepted", "rejected", "unsupported")
+
+
+def evaluate_file(path: str | FsPath) -> dict[str, Any]:
+    """Judge every CLEAR record's own listed answer (a file or a directory of files).
+
+    An FO answer listing every valid set is accepted when each member is (see
+    :func:`listed_answers`).
+
+    Returns:
+        ``{"by_type": {task_type: {question_type: counts}}, "overall": counts, "bad_lines": n,
+        "files": n}`` with ``counts = {"total", "judged", "accepted", "rejected", "unsupported"}``
+        (``judged = accepted + rejected``). Lines that are not JSON objects count in
+        ``bad_lines`` only.
+
+    Raises:
+        FileNotFoundError: ``path`` does not exist. ValueError: a directory without record files.
+    """
+    by_type: dict[str, dict[str, dict[str, int]]] = {}
+    overall = dict.fromkeys(_COUNTS, 0)
+    bad = 0
+    files = set()
+    for f, _line, record in _iter_records(path):
+        files.add(f)
+        if not isinstance(record, dict):
+            bad += 1
+            continue
+        verdict = _record_verdict(record)
+        outcome = "unsupported" if verdict is None else ("accepted" if verdict else "rejected")
+        task = str(record.get("task_type", "?"))[:64]
+        qtype = str(record.get("question_type", "?"))[:8]
+        counts = by_type.setdefault(task, {}).setdefault(qtype, dict.fromkeys(_COUNTS, 0))
+        for c in (counts, overall):
+            c["total"] += 1
+            c[outcome] += 1
+            if verdict is not None:
+                c["judged"] += 1
+    return {"by_type": by_type, "overall": overall, "bad_lines": bad, "files": len(files)}
+
+
+def format_summary(summary: Mapping[str, Any]) -> str:
+    """Render :func:`evaluate_file`'s summary as a table, one row per task type and question type."""
+    header = f"{'task_type':<28} {'qtype':<5} " + " ".join(f"{c:>11}" for c in _COUNTS)
+    lines = [header, "-" * len(header)]
+
+    def row(task: str, qtype: str, c: Mapping[str, int]) -> str:
+        return f"{task:<28} {qtype:<5} " + " ".join(f"{c.get(k, 0):>11}" for k in _COUNTS)
+
+    for task in sorted(summary.get("by_type", {})):
+        for qtype in sorted(summary["by_type"][task]):
+            lines.append(row(task, qtype, summary["by_type"][task][qtype]))
+    lines.append("-" * len(header))
+    lines.append(row("all", "", summary.get("overall", dict.fromkeys(_COUNTS, 0))))
+    if summary.get("bad_lines"):
+        lines.append(f"{summary['bad_lines']} line(s) were not JSON records and were skipped")
+    return "\n".join(lines)
+
+
+def _clear_caches() -> None:
+    """Empty the parse and enumeration caches (benchmarks measure cold judgements with it)."""
+    for fn in (read_typed_question, graph_bits, set_family, path_universe, graph_cycles):
+        fn.cache_clear()

@@ -57,3 +57,18 @@ def on_config(config, **kwargs):
     python = handlers.setdefault("python", {})
     python["paths"] = [str(_package_tree())]
     return config
+
+
+_CODE_SPAN = re.compile(r"`[^`\n]*`")
+
+
+def on_page_markdown(markdown: str, **kwargs) -> str:
+    """GitHub needs ``\\|`` for a pipe inside inline code in a table cell; Python-Markdown keeps code
+    spans whole and would print the backslash. The pages are written for GitHub; this drops it."""
+
+    def unescape(line: str) -> str:
+        if not line.lstrip().startswith("|"):
+            return line
+        return _CODE_SPAN.sub(lambda m: m.group(0).replace("\\|", "|"), line)
+
+    return "\n".join(unescape(line) for line in markdown.split("\n"))

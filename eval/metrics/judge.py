@@ -310,6 +310,7 @@ class LLMJudge:
         engine: str = "auto",
     ) -> None:
         from faithgrpo.eval.generation.settings import BACKENDS
+
         if aggregate not in JUDGE_AGGREGATIONS:
             raise ValueError(
                 f"unknown judge aggregation {aggregate!r}: use one of {', '.join(JUDGE_AGGREGATIONS)}"
@@ -400,6 +401,7 @@ class LLMJudge:
         """
         from faithgrpo.eval.generation.backends import cached_generate, generate_completions
         from faithgrpo.eval.generation.cache import CacheError
+
         ids = [str(i) for i in ids]
         if not prompts:
             return JudgeResult(

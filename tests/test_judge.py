@@ -240,7 +240,9 @@ def test_the_judge_runs_on_its_own_backend(tmp_path, monkeypatch, tiny_llama_pat
 
     built, calls = _fake_vllm(monkeypatch)
     monkeypatch.setattr(
-        checkpoints, "load_checkpoint", lambda *a, **k: pytest.fail("a vLLM judge loaded transformers weights")
+        checkpoints,
+        "load_checkpoint",
+        lambda *a, **k: pytest.fail("a vLLM judge loaded transformers weights"),
     )
     config = EvalConfig(
         tasks=("knights_knaves",), ks=(1,), samples=2, judge_model=str(tiny_llama_path), judge_backend="vllm"

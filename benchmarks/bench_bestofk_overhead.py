@@ -44,8 +44,8 @@ import torch
 from faithgrpo.eval.generation.backends import generate_completions
 from faithgrpo.eval.generation.checkpoints import load_checkpoint
 from faithgrpo.eval.generation.settings import SamplingSettings
-from faithgrpo.rewards.calver import score_trace
-from faithgrpo.rewards.calver_problem import prepare_problem
+from faithgrpo.rewards.calver.problem import prepare_problem
+from faithgrpo.rewards.calver.reward import score_trace
 from faithgrpo.rewards.selection import best_of_k_index
 from faithgrpo.tasks.causal.datasets import CausalGraphConfig, make_problem
 from faithgrpo.tasks.causal.prompts import chat_prompt

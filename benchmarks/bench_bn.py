@@ -3,7 +3,7 @@
 For every network: problems of every query kind it admits (``--per-kind`` each, edge-list and story
 renderings alternating), a gold trace per problem (verified 6/6 before timing, else the benchmark
 exits with status 2) and a corrupted one (a wrong RESULT and answer, verified at most 3/6). Each
-problem is prepared once (:func:`~faithgrpo.rewards.calver.prepare_problem`, what the reward does
+problem is prepared once (:func:`~faithgrpo.rewards.calver.problem.prepare_problem`, what the reward does
 for the G completions of a prompt) and every trace is scored ``--rounds`` times; per network the
 JSON reports p50 and worst (max) per-trace wall time over the warm calls, the worst *first* call of
 a fresh prepared problem (``cold_worst_ms``: the first completion of a group pays for the path
@@ -40,8 +40,8 @@ import sys  # noqa: E402
 import time  # noqa: E402
 from typing import Any  # noqa: E402
 
-from faithgrpo.rewards.calver import score_trace  # noqa: E402
-from faithgrpo.rewards.calver_problem import prepare_problem  # noqa: E402
+from faithgrpo.rewards.calver.problem import prepare_problem  # noqa: E402
+from faithgrpo.rewards.calver.reward import score_trace  # noqa: E402
 from faithgrpo.rewards.trace import parse_trace  # noqa: E402
 from faithgrpo.tasks.bayesnets.datasets import CausalBNConfig, admitted_kinds, make_bn_problem  # noqa: E402
 from faithgrpo.tasks.bayesnets.networks import DEFAULT_NETWORKS, NETWORKS, load_network  # noqa: E402

@@ -5,7 +5,7 @@ and on 100-node graphs (``V0..V99``), writes a full-marks six-slot trace for eac
 :func:`faithgrpo.tasks.certificates.gold.gold_trace` (its DERIVATION is a certificate in the claim grammar of
 :mod:`faithgrpo.tasks.certificates.derivation`, so every timed call also parses and checks the claims and
 certifies RESULT) plus a corrupted variant (a wrong RESULT and answer, which takes the failing
-paths), and times :func:`faithgrpo.rewards.calver.score_trace` per trace. Every full-marks trace is
+paths), and times :func:`faithgrpo.rewards.calver.reward.score_trace` per trace. Every full-marks trace is
 scored first and only a 6/6 one is timed as full marks (a trace that fails the derivation check
 would skip the certification work it is meant to time): a gold trace scoring less, or a corrupted
 trace scoring 6, is left out, listed under ``left_out`` and makes the benchmark exit with status 2
@@ -15,8 +15,8 @@ graph size and problem form, p50/p99 latency in milliseconds (wall clock and thr
 traces per second, per node count (4..9), per query kind, and the derivation check alone
 (:func:`faithgrpo.tasks.certificates.derivation.check_derivation` on the parsed DERIVATION).
 
-Problem forms: ``prepared`` passes a :func:`~faithgrpo.rewards.calver.prepare_problem` result (what
-:func:`~faithgrpo.rewards.calver.calver_reward` does for the G completions of one prompt; JSON
+Problem forms: ``prepared`` passes a :func:`~faithgrpo.rewards.calver.problem.prepare_problem` result (what
+:func:`~faithgrpo.rewards.calver.reward.calver_reward` does for the G completions of one prompt; JSON
 problem strings are also cached across calls); ``raw`` passes the problem dict, so every call also
 strips answer fields and validates graph, query and CPTs.
 
@@ -54,8 +54,8 @@ import sys  # noqa: E402
 import time  # noqa: E402
 from typing import Any  # noqa: E402
 
-from faithgrpo.rewards.calver import score_trace  # noqa: E402
-from faithgrpo.rewards.calver_problem import prepare_problem  # noqa: E402
+from faithgrpo.rewards.calver.problem import prepare_problem  # noqa: E402
+from faithgrpo.rewards.calver.reward import score_trace  # noqa: E402
 from faithgrpo.rewards.trace import parse_trace  # noqa: E402
 from faithgrpo.tasks import graphs as C  # noqa: E402
 from faithgrpo.tasks.causal.query_kinds import QUERY_KINDS  # noqa: E402
@@ -267,7 +267,7 @@ def bench_derivation(cases: list[tuple], rounds: int) -> dict[str, Any]:
         value = p.kind.parse_answer(t.result)
         ate_set = None
         if kind == "ate":
-            from faithgrpo.rewards.calver_checks import _ate_adjustment_set
+            from faithgrpo.rewards.calver.checks import _ate_adjustment_set
 
             ate_set, _ = _ate_adjustment_set(t.result or "")
         args = (t.derivation, kind, p.query, value, p.graph, p.cpts)

@@ -43,7 +43,8 @@ import time
 
 import torch
 
-from faithgrpo.rewards.cros import CRoSReward, parse_completion
+from faithgrpo.rewards.cros.completions import parse_completion
+from faithgrpo.rewards.cros.reward import CRoSReward
 from faithgrpo.rewards.steps import apply_permutation, scramble_permutations, scramble_seed, step_spans
 from faithgrpo.rewards.text import prompt_text
 
@@ -180,7 +181,7 @@ def load(args) -> tuple[torch.nn.Module, object, str]:
 
 
 def _param_bytes(tensors) -> int:
-    from faithgrpo.rewards.cros_scoring import is_dtensor
+    from faithgrpo.rewards.cros.scoring import is_dtensor
 
     total = 0
     for t in tensors:

@@ -207,7 +207,7 @@ def _kk_entry() -> str | None:
 
 def _cros_text(text: str) -> Any:
     """CRoS's model-free text path for one completion (what compute_deltas does before scoring)."""
-    from faithgrpo.rewards.cros import parse_completion
+    from faithgrpo.rewards.cros.completions import parse_completion
     from faithgrpo.rewards.steps import (
         MAX_REASONING_CHARS,
         apply_permutation,
@@ -232,7 +232,7 @@ def _cros_text(text: str) -> Any:
 
 
 def rewards() -> dict[str, Callable[[str], Any]]:
-    from faithgrpo.rewards.calver import calver_reward
+    from faithgrpo.rewards.calver.reward import calver_reward
     from faithgrpo.rewards.format import format_reward, trace_format_reward
     from faithgrpo.rewards.outcome import outcome_reward
 

@@ -38,8 +38,8 @@ import re
 import sys
 from typing import Any
 
-from faithgrpo.rewards.calver import score_trace
-from faithgrpo.rewards.calver_problem import prepare_problem
+from faithgrpo.rewards.calver.problem import prepare_problem
+from faithgrpo.rewards.calver.reward import score_trace
 from faithgrpo.rewards.selection import (
     best_of_k_index,
     normalized_answer,

@@ -3,7 +3,7 @@
 Builds problems of every query kind in both modes (``CausalGraphDataset``: supplied graph;
 ``CausalStoryDataset``: constructed graph, as in ``tests/test_gold_traces.py``), writes gold traces
 for them with :func:`faithgrpo.tasks.certificates.gold.gold_trace`, and then scores ``--n`` fuzzed completions
-with :func:`faithgrpo.rewards.calver.score_trace`:
+with :func:`faithgrpo.rewards.calver.reward.score_trace`:
 
 * ``mutant``: a gold trace with 1-4 random edits (delete/duplicate/swap/repeat lines, swap a node
   name, flip an arrow, flip a claim keyword, edit a ``{...}`` set, perturb a number, truncate,
@@ -44,8 +44,8 @@ import traceback  # noqa: E402
 from collections import Counter  # noqa: E402
 from typing import Any  # noqa: E402
 
-from faithgrpo.rewards.calver import score_trace  # noqa: E402
-from faithgrpo.rewards.calver_problem import prepare_problem  # noqa: E402
+from faithgrpo.rewards.calver.problem import prepare_problem  # noqa: E402
+from faithgrpo.rewards.calver.reward import score_trace  # noqa: E402
 from faithgrpo.tasks.causal.datasets import (  # noqa: E402
     CausalGraphConfig,
     CausalGraphDataset,

@@ -7,7 +7,7 @@ minimal and maximal variants) the record becomes a DESIGN §4 problem
 generation backend and cached (`faithgrpo.eval.generation.backends.cached_generate`), and every completion is
 graded once:
 
-- CALVER score S (`faithgrpo.rewards.calver.score_trace`, supplied-graph mode, no reference answer);
+- CALVER score S (`faithgrpo.rewards.calver.reward.score_trace`, supplied-graph mode, no reference answer);
 - its normalised answer (plurality's vote) and mean answer-token log-probability (confidence);
 - ``valid``: the CLEAR judge accepts the answer (any graph-valid set, listed or not);
 - ``exact``: the answer equals a listed answer (any member where CLEAR lists several).
@@ -267,8 +267,8 @@ def grade_pool(question: Question, completions: Sequence[str], confidences: Sequ
         >>> [(c.answer, c.valid, c.exact) for c in pool.candidates]
         [('{U}', True, True), ('{}', False, False)]
     """
-    from faithgrpo.rewards.calver import score_trace
-    from faithgrpo.rewards.calver_problem import prepare_problem
+    from faithgrpo.rewards.calver.problem import prepare_problem
+    from faithgrpo.rewards.calver.reward import score_trace
     from faithgrpo.rewards.selection import normalized_answer
     from faithgrpo.rewards.text import extract_answer
     from faithgrpo.tasks.clear.candidates import judge

@@ -13,9 +13,9 @@ from importlib import import_module
 __version__ = "0.8.0"
 
 _EXPORTS = {
-    "CRoSReward": "faithgrpo.rewards.cros",
-    "calver_reward": "faithgrpo.rewards.calver",
-    "score_trace": "faithgrpo.rewards.calver",
+    "CRoSReward": "faithgrpo.rewards.cros.reward",
+    "calver_reward": "faithgrpo.rewards.calver.reward",
+    "score_trace": "faithgrpo.rewards.calver.reward",
     "format_reward": "faithgrpo.rewards.format",
     "trace_format_reward": "faithgrpo.rewards.format",
     "outcome_reward": "faithgrpo.rewards.outcome",

@@ -179,7 +179,7 @@ def run_logged(command: list[str], log: Path, env: dict[str, str] | None = None)
 
 def warm_start(config: dict[str, Any], out: Path) -> dict[str, Any]:
     """Train (or reuse) the warm-start adapter; ``{"adapter", "key", "reused", "sft_seconds", "config"}``."""
-    from faithgrpo.trainers.recipe import RecipeError
+    from faithgrpo.trainers.checks import RecipeError
     from faithgrpo.trainers.warm_start import (
         WARM_START_RECORD,
         train_warm_start,

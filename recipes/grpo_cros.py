@@ -28,19 +28,17 @@ from pathlib import Path
 
 from trl import get_peft_config, get_quantization_config
 
-from faithgrpo.rewards.cros_reference import CRoSReferenceError
-from faithgrpo.trainers.data import check_columns, make_dataset
-from faithgrpo.trainers.recipe import (
+from faithgrpo.rewards.cros.reference import CRoSReferenceError
+from faithgrpo.trainers.checks import (
     RecipeError,
-    collect_reward_options,
     model_init_kwargs,
-    parse_recipe_args,
     resolve_model,
     resolve_resume,
     say,
     single_process_launch_warning,
-    validate,
 )
+from faithgrpo.trainers.data import check_columns, make_dataset
+from faithgrpo.trainers.recipe import collect_reward_options, parse_recipe_args, validate
 from faithgrpo.trainers.warm_start import load_warm_started_policy, run_warm_start
 
 RECIPES = Path(__file__).resolve().parent

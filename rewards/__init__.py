@@ -6,8 +6,8 @@ name            callable                         module
 outcome         :func:`outcome_reward`           ``rewards/outcome.py``
 format          :func:`format_reward`            ``rewards/format.py``
 trace_format    :func:`trace_format_reward`      ``rewards/format.py``
-cros            :class:`CRoSReward` (instance)   ``rewards/cros.py`` (steps: ``rewards/steps.py``)
-calver          :func:`calver_reward`            ``rewards/calver.py`` (slots: ``rewards/trace.py``)
+cros            :class:`CRoSReward` (instance)   ``rewards/cros/`` (steps: ``rewards/steps.py``)
+calver          :func:`calver_reward`            ``rewards/calver/`` (slots: ``rewards/trace.py``)
 ==============  ===============================  ===========================================
 
 :func:`get_reward_funcs` builds them by name (``rewards/registry.py``); best-of-K selection is in
@@ -21,11 +21,11 @@ from importlib import import_module
 _EXPORTS = {
     "REWARD_NAMES": "registry",
     "get_reward_funcs": "registry",
-    "CRoSReward": "cros",
-    "CalverScore": "calver",
-    "calver_reward": "calver",
-    "make_calver_reward": "calver",
-    "score_trace": "calver",
+    "CRoSReward": "cros.reward",
+    "CalverScore": "calver.reward",
+    "calver_reward": "calver.reward",
+    "make_calver_reward": "calver.reward",
+    "score_trace": "calver.reward",
     "format_reward": "format",
     "trace_format_reward": "format",
     "make_outcome_reward": "outcome",

@@ -26,14 +26,14 @@ def get_reward_funcs(names: str | Iterable[str], **options: Any) -> list[Callabl
         **options: ``<name>_<option>=value`` routed to that reward:
 
             - ``outcome_strict`` (bool, default True): reasoning-gym partial credit below 1.0 -> 0.0.
-            - ``cros_<arg>``: any :class:`~faithgrpo.rewards.cros.CRoSReward` argument, e.g.
+            - ``cros_<arg>``: any :class:`~faithgrpo.rewards.cros.reward.CRoSReward` argument, e.g.
               ``cros_reference`` (path, hub id, ``"embedded"``, a model, or None to bind later),
               ``cros_tokenizer``, ``cros_num_scrambles``, ``cros_seed``, ``cros_max_length``,
               ``cros_batch_size``, ``cros_gate`` (``"none"``/``"correct"``; ``"correct"`` uses the
               outcome grader unless ``cros_is_correct`` is given), ``cros_undefined``,
               ``cros_num_generations``.
             - ``calver_<arg>``: keyword arguments of
-              :func:`~faithgrpo.rewards.calver.make_calver_reward` (e.g. ``calver_graph_check``).
+              :func:`~faithgrpo.rewards.calver.reward.make_calver_reward` (e.g. ``calver_graph_check``).
 
     Returns:
         Reward callables in the order of ``names``, each with ``__name__`` equal to its name (TRL
@@ -99,7 +99,7 @@ def _build_trace_format():
 
 
 def _build_cros(**kwargs: Any):
-    from faithgrpo.rewards.cros import CRoSReward
+    from faithgrpo.rewards.cros.reward import CRoSReward
 
     if kwargs.get("gate") == "correct" and kwargs.get("is_correct") is None:
         kwargs["is_correct"] = is_answer_correct
@@ -107,7 +107,7 @@ def _build_cros(**kwargs: Any):
 
 
 def _build_calver(**kwargs: Any):
-    from faithgrpo.rewards.calver import calver_reward, make_calver_reward
+    from faithgrpo.rewards.calver.reward import calver_reward, make_calver_reward
 
     return make_calver_reward(**kwargs) if kwargs else calver_reward
 

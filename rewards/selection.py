@@ -18,8 +18,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from faithgrpo.rewards.calver import score_trace
-from faithgrpo.rewards.calver_problem import CalverProblem, prepare_problem
+from faithgrpo.rewards.calver.problem import CalverProblem, prepare_problem
+from faithgrpo.rewards.calver.reward import score_trace
 from faithgrpo.rewards.text import completion_text, extract_answer
 
 __all__ = ["best_of_k_index", "normalized_answer", "plurality", "plurality_index", "select_best_of_k"]
@@ -75,9 +75,9 @@ def select_best_of_k(
 
     Args:
         candidates: K completions (plain strings or conversational); anything else scores 0.
-        problem: the causal problem (dict, JSON string, or :func:`~faithgrpo.rewards.calver.prepare_problem`'s
+        problem: the causal problem (dict, JSON string, or :func:`~faithgrpo.rewards.calver.problem.prepare_problem`'s
             result); its answer fields are stripped before scoring.
-        **score_kwargs: settings for :func:`~faithgrpo.rewards.calver.score_trace` (``graph_check``,
+        **score_kwargs: settings for :func:`~faithgrpo.rewards.calver.reward.score_trace` (``graph_check``,
             caps).
 
     Returns:

@@ -328,7 +328,7 @@ def dist_batch() -> tuple[list[str], list[str]]:
 def _worker() -> None:
     from accelerate import PartialState
 
-    from faithgrpo.rewards.cros import CRoSReward
+    from faithgrpo.rewards.cros.reward import CRoSReward
 
     state = PartialState(cpu=True)
     model, tok = random_llama_with_tokenizer(seed=3)

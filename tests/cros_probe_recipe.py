@@ -22,7 +22,7 @@ def run_cros_probe(trainer, probe_file: str, output_dir: str) -> dict:
     """Score a fixed batch with the trainer's bound CRoS reward, this process's contiguous slice only."""
     import torch.distributed as dist
 
-    from faithgrpo.rewards.cros import CRoSReward
+    from faithgrpo.rewards.cros.reward import CRoSReward
 
     cros = next(f for f in trainer.reward_funcs if isinstance(f, CRoSReward))
     probe = json.loads(Path(probe_file).read_text(encoding="utf-8"))

@@ -24,8 +24,8 @@ from peft import LoraConfig, get_peft_model
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.fsdp import fully_shard
 
-from faithgrpo.rewards.cros import CRoSReward
-from faithgrpo.rewards.cros_scoring import is_dtensor
+from faithgrpo.rewards.cros.reward import CRoSReward
+from faithgrpo.rewards.cros.scoring import is_dtensor
 from faithgrpo.trainers.distributed import shutdown_process_group
 from faithgrpo.trainers.reference import InitialWeights, bind_cros_references
 

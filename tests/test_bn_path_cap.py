@@ -23,7 +23,7 @@ import random
 import networkx as nx
 import pytest
 
-from faithgrpo.rewards.calver import score_trace
+from faithgrpo.rewards.calver.reward import score_trace
 from faithgrpo.tasks import graphs as C
 from faithgrpo.tasks.bayesnets.networks import load_network
 from faithgrpo.tasks.causal.queries import grade_answer

@@ -24,7 +24,7 @@ import random
 import pytest
 from test_reward_hacking import LOREM, _flip_arrows, cheap_derivations, parts, rebuild, show, wrong_answers
 
-from faithgrpo.rewards.calver import score_trace
+from faithgrpo.rewards.calver.reward import score_trace
 from faithgrpo.tasks import graphs as C
 from faithgrpo.tasks.bayesnets.datasets import CausalBNConfig, admitted_kinds, make_bn_problem
 from faithgrpo.tasks.bayesnets.networks import DEFAULT_NETWORKS, load_network

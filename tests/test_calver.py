@@ -16,8 +16,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from faithgrpo.rewards.calver import CHECK_NAMES, CalverScore, calver_reward, make_calver_reward, score_trace
-from faithgrpo.rewards.calver_problem import CalverConfig, prepare_problem, strip_answer_fields
+from faithgrpo.rewards.calver.problem import CalverConfig, prepare_problem, strip_answer_fields
+from faithgrpo.rewards.calver.reward import (
+    CHECK_NAMES,
+    CalverScore,
+    calver_reward,
+    make_calver_reward,
+    score_trace,
+)
 
 
 def trace(graph, query, strategy, derivation, result, answer, *, think=True):
@@ -920,7 +926,7 @@ def test_generated_problems_with_gold_traces_score_six(mode):
 )
 @pytest.mark.parametrize("graph_check", ["exact", "query_local"])
 def test_graph_shortcut_agrees_with_the_parse(monkeypatch, graph_text, graph_check):
-    from faithgrpo.rewards import calver_checks
+    from faithgrpo.rewards.calver import checks as calver_checks
 
     p = problem("ADMG", "ABC", [("A", "B"), ("B", "C")], [("A", "C")], kind="msep_set", x="A", y="C")
     text = trace(

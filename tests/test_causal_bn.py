@@ -23,7 +23,7 @@ import networkx as nx
 import pytest
 import reasoning_gym
 
-from faithgrpo.rewards.calver import score_trace
+from faithgrpo.rewards.calver.reward import score_trace
 from faithgrpo.rewards.trace import parse_trace
 from faithgrpo.tasks.bayesnets.datasets import BN_KINDS, CausalBNConfig, admitted_kinds, make_bn_problem
 from faithgrpo.tasks.bayesnets.networks import DEFAULT_NETWORKS, NETWORKS, RENAMED, bif_path, load_network

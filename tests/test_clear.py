@@ -472,8 +472,8 @@ def test_problem_predicate_agrees_with_the_judge(pair):
 
 def test_converted_problems_take_certified_gold_traces():
     """On every converted record the gold trace is 6/6 and, for find-one records, the judge accepts its answer."""
-    from faithgrpo.rewards.calver import score_trace
-    from faithgrpo.rewards.calver_problem import prepare_problem
+    from faithgrpo.rewards.calver.problem import prepare_problem
+    from faithgrpo.rewards.calver.reward import score_trace
     from faithgrpo.rewards.text import extract_answer
     from faithgrpo.tasks.certificates.gold import gold_trace
 

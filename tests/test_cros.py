@@ -19,7 +19,8 @@ from cros_helpers import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from faithgrpo.rewards.cros import UNDEFINED_REASONS, CRoSReward, parse_completion
+from faithgrpo.rewards.cros.completions import UNDEFINED_REASONS, parse_completion
+from faithgrpo.rewards.cros.reward import CRoSReward
 from faithgrpo.rewards.ranking import average_ranks, group_ids, group_rank_normalize, rank_normalize
 from faithgrpo.rewards.steps import apply_permutation, scramble_permutations, scramble_seed, step_spans
 from faithgrpo.rewards.text import completion_text, extract_answer

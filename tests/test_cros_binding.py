@@ -18,7 +18,7 @@ from datasets import Dataset
 from peft import LoraConfig, PeftModel, get_peft_model
 from trl import GRPOConfig, GRPOTrainer
 
-from faithgrpo.rewards.cros import CRoSReward
+from faithgrpo.rewards.cros.reward import CRoSReward
 from faithgrpo.rewards.text import completion_text
 from faithgrpo.testing import tiny_causal_lm
 from faithgrpo.trainers import FaithGRPOTrainer, InitialWeights
@@ -409,7 +409,7 @@ def _warm_started_policy(adapter_dir):
 def test_path_reference_without_the_warm_start_adapter_is_refused(tmp_path):
     # Issue #28: --cros_reference <base> while the policy is base + the SFT adapter scored against the
     # bare base for the whole run, silently. The binding now compares the two on a probe.
-    from faithgrpo.rewards.cros_reference import CRoSReferenceError
+    from faithgrpo.rewards.cros.reference import CRoSReferenceError
     from faithgrpo.trainers.reference import bind_cros_references
 
     base_dir, adapter_dir = _warm_start_on_disk(tmp_path)

@@ -14,8 +14,8 @@ from cros_helpers import (
     tiny_llama,
 )
 
-from faithgrpo.rewards.cros import CRoSReward
-from faithgrpo.rewards.cros_scoring import scored_span
+from faithgrpo.rewards.cros.reward import CRoSReward
+from faithgrpo.rewards.cros.scoring import scored_span
 
 COMPLETIONS = [
     "<think>Step 1: x = 4\nStep 2: y = 2</think><answer>4,2</answer>",

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from cros_helpers import DIST_G, dist_batch, random_llama_with_tokenizer
 
-from faithgrpo.rewards.cros import CRoSReward
+from faithgrpo.rewards.cros.reward import CRoSReward
 from faithgrpo.watchdog import run_with_deadline
 
 HELPER = Path(__file__).with_name("cros_helpers.py")

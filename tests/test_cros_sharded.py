@@ -19,7 +19,7 @@ import pytest
 from cros_helpers import DIST_G
 from sharded_cros_worker import initial_policy, rank_share
 
-from faithgrpo.rewards.cros import CRoSReward
+from faithgrpo.rewards.cros.reward import CRoSReward
 from faithgrpo.watchdog import run_with_deadline
 
 WORKER = Path(__file__).with_name("sharded_cros_worker.py")

@@ -20,7 +20,7 @@ from faithgrpo.eval.metrics.faithfulness import (
     truncation_analysis,
     truncation_points,
 )
-from faithgrpo.rewards.cros import CRoSScore
+from faithgrpo.rewards.cros.completions import CRoSScore
 
 
 def entropy2(p):

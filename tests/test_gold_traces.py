@@ -10,7 +10,7 @@ from collections import Counter
 
 import pytest
 
-from faithgrpo.rewards.calver import score_trace
+from faithgrpo.rewards.calver.reward import score_trace
 from faithgrpo.rewards.steps import split_steps
 from faithgrpo.rewards.text import extract_think
 from faithgrpo.rewards.trace import parse_trace

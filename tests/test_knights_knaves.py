@@ -694,7 +694,8 @@ def test_prompt_instructions_describe_the_slots_and_their_example_passes():
     for kind in ("is inconsistent:", "is consistent", "Ava is a knight", ", given ", "by elimination"):
         assert kind in text[: text.rindex("<think>")] and kind in example
     kinds = {
-        c.kind for c in _read_claims(kk.parse_kk_trace(example).slots["DERIVATION"], kk_gold._EXAMPLE_METADATA)
+        c.kind
+        for c in _read_claims(kk.parse_kk_trace(example).slots["DERIVATION"], kk_gold._EXAMPLE_METADATA)
     }
     assert kinds == {"inconsistent", "consistent", "role"}
     assert "one answer" in text.lower()

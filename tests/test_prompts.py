@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from faithgrpo.rewards.calver import score_trace
+from faithgrpo.rewards.calver.reward import score_trace
 from faithgrpo.rewards.trace import parse_trace
 from faithgrpo.tasks.causal.prompts import (
     EXAMPLE_PROBLEMS,

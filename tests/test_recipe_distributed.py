@@ -17,7 +17,7 @@ import pytest
 from test_recipes import ROOT, _tiny_args
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from faithgrpo.rewards.cros import CRoSReward
+from faithgrpo.rewards.cros.reward import CRoSReward
 from faithgrpo.trainers.callbacks import read_metrics
 from faithgrpo.watchdog import run_with_deadline
 

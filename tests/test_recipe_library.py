@@ -11,14 +11,13 @@ import pytest
 import yaml
 from trl import GRPOConfig
 
+from faithgrpo.trainers.checks import RecipeError, resolve_resume
 from faithgrpo.trainers.data import check_columns, load_user_dataset
 from faithgrpo.trainers.recipe import (
     FaithScriptArguments,
-    RecipeError,
     build_reward_funcs,
     parse_recipe_args,
     resolve_config,
-    resolve_resume,
 )
 from faithgrpo.trainers.warm_start import WARM_START_RECORD, load_warm_started_policy, run_warm_start
 
@@ -185,7 +184,7 @@ def test_validate_names_the_deepspeed_extra_and_pyproject_has_it(tmp_path, monke
     ],
 )
 def test_a_launch_that_got_fewer_processes_than_asked_says_so(env, requested, warns):
-    from faithgrpo.trainers.recipe import single_process_launch_warning
+    from faithgrpo.trainers.checks import single_process_launch_warning
 
     warning = single_process_launch_warning(env, requested=requested)
     assert (warning is not None) == warns
@@ -196,7 +195,7 @@ def test_a_launch_that_got_fewer_processes_than_asked_says_so(env, requested, wa
 
 
 def test_launch_warning_reads_n_from_the_launcher_or_says_n(monkeypatch):
-    import faithgrpo.trainers.recipe as recipe_lib
+    import faithgrpo.trainers.checks as recipe_lib
 
     env = {"ACCELERATE_USE_CPU": "True", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500"}
     monkeypatch.setattr(recipe_lib, "_parent_num_processes", lambda: 3)
@@ -210,7 +209,8 @@ def test_launch_warning_reads_n_from_the_launcher_or_says_n(monkeypatch):
 def test_sharded_backends_need_a_cros_reference_only_for_full_fine_tuning(tmp_path, monkeypatch):
     """DESIGN §3.3: with LoRA (asked for, or a warm start) CRoS scores through the policy's own sharded
     forward with the initial adapter state; only full fine-tuning needs --cros_reference."""
-    from faithgrpo.trainers.recipe import sharded_backend, validate
+    from faithgrpo.trainers.checks import sharded_backend
+    from faithgrpo.trainers.recipe import validate
 
     for key in ("ACCELERATE_USE_DEEPSPEED", "ACCELERATE_DEEPSPEED_ZERO_STAGE"):
         monkeypatch.delenv(key, raising=False)
@@ -289,7 +289,7 @@ def test_warm_started_policy_trains_its_adapter_and_cros_keeps_an_adapter_sized_
 ):
     from peft import LoraConfig, PeftModel, get_peft_model
 
-    from faithgrpo.rewards.cros import CRoSReward
+    from faithgrpo.rewards.cros.reward import CRoSReward
     from faithgrpo.testing import tiny_causal_lm
     from faithgrpo.trainers import FaithGRPOTrainer
     from faithgrpo.trainers.reference import InitialWeights

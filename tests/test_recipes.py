@@ -26,8 +26,8 @@ from faithgrpo.trainers.callbacks import (
     reward_names_in,
     summary_line,
 )
+from faithgrpo.trainers.checks import sharded_backend
 from faithgrpo.trainers.data import load_user_dataset
-from faithgrpo.trainers.recipe import sharded_backend
 from faithgrpo.watchdog import run_with_deadline
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -462,7 +462,7 @@ def test_a_cros_reference_with_the_policys_tokenizer_validates(recipe, tiny_llam
 def test_recipe_warns_when_the_launch_started_fewer_processes(recipe, monkeypatch, capsys):
     """`accelerate launch --cpu --num_processes 2` runs one plain process (DESIGN §7): the recipe says so
     in one line and goes on (here it stops at a bad reward name, after the warning)."""
-    import faithgrpo.trainers.recipe as recipe_lib
+    import faithgrpo.trainers.checks as recipe_lib
 
     for key in ("WORLD_SIZE", "RANK", "PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MV2_COMM_WORLD_SIZE"):
         monkeypatch.delenv(key, raising=False)
@@ -642,7 +642,7 @@ def test_warm_start_adapter_trains_and_cros_scores_with_its_frozen_initial_tenso
 ):
     from peft import LoraConfig, PeftModel, get_peft_model
 
-    from faithgrpo.rewards.cros import CRoSReward
+    from faithgrpo.rewards.cros.reward import CRoSReward
     from faithgrpo.testing import tiny_causal_lm
 
     # A warm-start adapter that changes the model (random non-zero LoRA weights, as after SFT).
@@ -693,7 +693,7 @@ def test_cros_reference_with_a_warm_start_is_the_initial_policy(recipe, tiny_lla
     binding verifies it equals the initial policy on a probe."""
     from peft import LoraConfig, PeftModel, get_peft_model
 
-    from faithgrpo.rewards.cros import CRoSReward
+    from faithgrpo.rewards.cros.reward import CRoSReward
     from faithgrpo.testing import tiny_causal_lm
 
     base, tok = tiny_causal_lm("llama", seed=0)
@@ -756,7 +756,7 @@ def test_add_reward_term_runs_one_step_with_a_frozen_reference_loaded_at_startup
     # Full fine-tuning: one frozen copy of the initial checkpoint, made when the trainer was built.
     assert trainer.cros_reference_mode == "frozen_copy"
     assert cros.model is not trainer.model and not any(p.requires_grad for p in cros.model.parameters())
-    from faithgrpo.rewards.cros import CRoSReward
+    from faithgrpo.rewards.cros.reward import CRoSReward
     from faithgrpo.testing import tiny_causal_lm
 
     got = cros.compute_deltas(PAIRS)[0]

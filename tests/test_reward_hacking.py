@@ -46,7 +46,7 @@ from collections import Counter
 
 import pytest
 
-from faithgrpo.rewards.calver import score_trace
+from faithgrpo.rewards.calver.reward import score_trace
 from faithgrpo.rewards.trace import parse_trace
 from faithgrpo.tasks import graphs as C
 from faithgrpo.tasks.causal.datasets import (

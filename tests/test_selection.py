@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from faithgrpo.rewards.calver_problem import prepare_problem
+from faithgrpo.rewards.calver.problem import prepare_problem
 from faithgrpo.rewards.selection import (
     best_of_k_index,
     normalized_answer,

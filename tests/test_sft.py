@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from faithgrpo.rewards.calver import score_trace
+from faithgrpo.rewards.calver.reward import score_trace
 from faithgrpo.tasks.knights_knaves.checker import kk_cot_correct
 from faithgrpo.tasks.sft import build_sft_dataset
 

@@ -158,7 +158,7 @@ def test_more_steps_than_max_steps_are_not_split(unit, count, strategy):
 
 @pytest.mark.parametrize("name", sorted(hostile_inputs()))
 def test_cros_text_path_returns_on_hostile_megabyte(name):
-    from faithgrpo.rewards.cros import parse_completion
+    from faithgrpo.rewards.cros.completions import parse_completion
 
     text = hostile_inputs()[name]
     parsed, reason = parse_completion(text)

@@ -14,10 +14,11 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from faithgrpo.rewards import calver_checks, calver_problem
-from faithgrpo.rewards.calver import score_trace
-from faithgrpo.rewards.calver_checks import _names_plain_copy, _parsed_plain_copy
-from faithgrpo.rewards.calver_problem import CalverConfig, prepare_problem
+from faithgrpo.rewards.calver import checks as calver_checks
+from faithgrpo.rewards.calver import problem as calver_problem
+from faithgrpo.rewards.calver.checks import _names_plain_copy, _parsed_plain_copy
+from faithgrpo.rewards.calver.problem import CalverConfig, prepare_problem
+from faithgrpo.rewards.calver.reward import score_trace
 from faithgrpo.rewards.trace import parse_trace
 from faithgrpo.tasks import knights_knaves as kk
 from faithgrpo.tasks.causal.queries import grade_answer, normalize_answer

@@ -10,7 +10,7 @@ from datasets import Dataset
 from peft import LoraConfig
 from trl import GRPOConfig, RLOOConfig
 
-from faithgrpo.rewards.cros import CRoSReward
+from faithgrpo.rewards.cros.reward import CRoSReward
 from faithgrpo.rewards.registry import REWARD_NAMES, get_reward_funcs
 from faithgrpo.rewards.text import completion_text
 from faithgrpo.testing import tiny_causal_lm

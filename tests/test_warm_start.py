@@ -10,7 +10,8 @@ import pytest
 import yaml
 from test_recipes import _load_script, _tiny_args
 
-from faithgrpo.trainers.recipe import RecipeError, validate
+from faithgrpo.trainers.checks import RecipeError
+from faithgrpo.trainers.recipe import validate
 from faithgrpo.trainers.warm_start import warm_start_config_path, warm_start_key
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -8,15 +8,15 @@ from faithgrpo.trainers.callbacks import (
     install_callbacks,
     plot_reward_means,
 )
+from faithgrpo.trainers.checks import RecipeError
 from faithgrpo.trainers.data import check_columns, make_dataset
 from faithgrpo.trainers.distributed import distributed_teardown
 from faithgrpo.trainers.grpo import FaithGRPOTrainer, FaithRLOOTrainer
-from faithgrpo.trainers.recipe import FaithScriptArguments, RecipeError, parse_recipe_args, validate
-from faithgrpo.trainers.reference import CRoSReferenceCheck, InitialWeights, bind_cros_references
+from faithgrpo.trainers.recipe import FaithScriptArguments, parse_recipe_args, validate
+from faithgrpo.trainers.reference import InitialWeights, bind_cros_references
 from faithgrpo.trainers.warm_start import load_warm_started_policy, run_warm_start, warm_start_key
 
 __all__ = [
-    "CRoSReferenceCheck",
     "FaithGRPOTrainer",
     "FaithRLOOTrainer",
     "FaithScriptArguments",

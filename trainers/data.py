@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from faithgrpo.trainers.recipe import RecipeError
+from faithgrpo.trainers.checks import RecipeError
 
 __all__ = ["REQUIRED_COLUMNS", "check_columns", "load_user_dataset", "make_dataset", "task_mix"]
 

@@ -2,7 +2,7 @@
 
 :class:`FaithGRPOTrainer` and :class:`FaithRLOOTrainer` are TRL's ``GRPOTrainer`` / ``RLOOTrainer``
 plus one step at the end of ``__init__``, before any update: every
-:class:`~faithgrpo.rewards.cros.CRoSReward` without a reference of its own is bound to the initial
+:class:`~faithgrpo.rewards.cros.reward.CRoSReward` without a reference of its own is bound to the initial
 policy (see :mod:`faithgrpo.trainers.reference`: adapters disabled for a fresh zero-initialised LoRA,
 a frozen copy of the initial adapter for warm starts and non-zero initialisations, a frozen copy of
 the model for full fine-tuning; never TRL's synced reference). Every CRoS reward also receives the
@@ -14,7 +14,7 @@ model (adapters disabled, or the initial adapter swapped in) scores locally and 
 across processes before ranking. Under FSDP2 and DeepSpeed ZeRO-3 the same binding scores through
 the policy's own sharded forward: the initial adapter is swapped in shard by shard (FSDP2) or
 gathered adapter-sized (ZeRO-3), and every process runs the same number of reference forwards
-(:meth:`~faithgrpo.rewards.cros_scoring.ReferenceScorer.is_sharded`), so no process holds a second
+(:meth:`~faithgrpo.rewards.cros.scoring.ReferenceScorer.is_sharded`), so no process holds a second
 model. Only full fine-tuning under sharding needs a separately loaded reference (``--cros_reference``).
 Tested on CPU with torch's ``fully_shard`` over two gloo ranks (``tests/test_cros_sharded.py``); TRL's
 trainer itself runs FSDP only on GPUs (accelerate enables it only there), and the ZeRO-3 path has
@@ -40,7 +40,8 @@ from typing import Any
 import torch
 from trl import GRPOTrainer, RLOOTrainer
 
-from faithgrpo.trainers.reference import CRoSReferenceCheck, bind_cros_references, cros_rewards
+from faithgrpo.rewards.cros.callback import CRoSReferenceCheck
+from faithgrpo.trainers.reference import bind_cros_references, cros_rewards
 
 __all__ = ["CPU_LM_HEAD_VOCAB_CHUNK", "FaithGRPOTrainer", "FaithRLOOTrainer", "compact_cpu_lm_head"]
 

@@ -35,7 +35,7 @@ A CRoS reward given its own reference (a path or a frozen model) keeps it, after
 does not share parameters with the policy and, when the policy can run a forward here, that both
 give the same log-probabilities on a probe (so a base-model reference next to a warm-started policy
 is refused). The check also runs when training starts
-(:class:`CRoSReferenceCheck`, ``on_train_begin``) and at the reward's first call from a trainer.
+(:class:`~faithgrpo.rewards.cros.callback.CRoSReferenceCheck`, ``on_train_begin``) and at the reward's first call from a trainer.
 """
 
 from __future__ import annotations
@@ -47,12 +47,10 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 import torch
-from transformers import TrainerCallback
 
-from faithgrpo.rewards.cros_scoring import is_dtensor
+from faithgrpo.rewards.cros.scoring import is_dtensor
 
 __all__ = [
-    "CRoSReferenceCheck",
     "InitialWeights",
     "adapters_add_nothing",
     "bind_cros_references",
@@ -78,7 +76,7 @@ def is_peft_model(model: Any) -> bool:
 
 def cros_rewards(reward_funcs: Iterable[Any]) -> list[Any]:
     """The CRoS rewards among ``reward_funcs``."""
-    from faithgrpo.rewards.cros import CRoSReward
+    from faithgrpo.rewards.cros.reward import CRoSReward
 
     return [f for f in reward_funcs if isinstance(f, CRoSReward)]
 
@@ -345,21 +343,3 @@ def frozen_copy(model: torch.nn.Module) -> torch.nn.Module:
         module.__dict__.pop("forward", None)
     frozen.eval().requires_grad_(False)
     return frozen
-
-
-class CRoSReferenceCheck(TrainerCallback):
-    """Check a CRoS reward's reference when training starts (``on_train_begin``).
-
-    Hands the trainer's ``chat_template_kwargs`` to the reward and runs
-    ``CRoSReward.check_reference`` against the model being trained: no reference, or one that is
-    the live policy, stops training before its first step. Get one with
-    ``CRoSReward.binding_callback()``; :class:`~faithgrpo.trainers.FaithGRPOTrainer` installs it.
-    """
-
-    def __init__(self, reward: Any):
-        self.reward = reward
-
-    def on_train_begin(self, args, state, control, model=None, **kwargs):
-        self.reward.configure_from_trainer(chat_template_kwargs=getattr(args, "chat_template_kwargs", None))
-        self.reward.check_reference(policy=model)
-        return control

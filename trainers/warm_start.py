@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from faithgrpo.trainers.recipe import RecipeError, resolve_model, say
+from faithgrpo.trainers.checks import RecipeError, resolve_model, say
 
 __all__ = [
     "WARM_START_RECORD",

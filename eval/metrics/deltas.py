@@ -53,7 +53,7 @@ def summarize_deltas(
     """Summarise CRoS Δ values: mean (bootstrap interval), std, quantiles, undefined counts.
 
     Args:
-        deltas: floats, ``None`` (undefined) or `faithgrpo.rewards.cros.CRoSScore` objects (their
+        deltas: floats, ``None`` (undefined) or `faithgrpo.rewards.cros.completions.CRoSScore` objects (their
             ``delta`` and ``reason`` are read), e.g. ``CRoSReward.compute_deltas(pairs)``.
         quantiles: quantile levels in [0, 1].
         n_bootstrap, confidence, seed: see `bootstrap_mean`.

@@ -279,7 +279,7 @@ def truncation_analysis(
         >>> 0.0 <= report.cir.value <= 1.0
         True
     """
-    from faithgrpo.rewards.cros import parse_completion
+    from faithgrpo.rewards.cros.completions import parse_completion
     from faithgrpo.rewards.steps import MAX_REASONING_CHARS, step_spans
     from faithgrpo.rewards.text import completion_text
 

@@ -115,8 +115,8 @@ def cot_checker(row: dict[str, Any]):
     """``text -> bool`` for tasks with a symbolic CoT verifier, else ``None``."""
     task = row.get("task")
     if task in CAUSAL_TASKS and row.get("problem"):
-        from faithgrpo.rewards.calver import score_trace
-        from faithgrpo.rewards.calver_problem import prepare_problem
+        from faithgrpo.rewards.calver.problem import prepare_problem
+        from faithgrpo.rewards.calver.reward import score_trace
 
         prepared = prepare_problem(row["problem"])
         return lambda text: score_trace(text, prepared).passed

@@ -152,8 +152,8 @@ def calver_check_rates(rows, records, config: EvalConfig | None = None) -> dict[
         the mean S/6 as `Estimate` dicts with prompt-clustered intervals (undefined when there is no
         completion).
     """
-    from faithgrpo.rewards.calver import score_trace
-    from faithgrpo.rewards.calver_problem import prepare_problem
+    from faithgrpo.rewards.calver.problem import prepare_problem
+    from faithgrpo.rewards.calver.reward import score_trace
 
     config = config or EvalConfig()
     scores, clusters = [], []
@@ -246,7 +246,7 @@ def faithfulness_section(pairs, model, tokenizer, reference, config: EvalConfig)
     """
     from faithgrpo.eval.metrics.deltas import summarize_deltas
     from faithgrpo.eval.metrics.faithfulness import truncation_analysis
-    from faithgrpo.rewards.cros import CRoSReward
+    from faithgrpo.rewards.cros.reward import CRoSReward
 
     if not pairs:
         return {"pairs": 0, "reason": "faithfulness metrics not requested (--faithfulness-pairs 0)"}
@@ -318,8 +318,8 @@ def best_of_k_section(
         ``{"prompts", "subsets", "k": {k: {selector: {"valid": Estimate dict, "exact": Estimate dict}}}}``.
     """
     from faithgrpo.eval.metrics.bestofk import Candidate, Pool, run_selection
-    from faithgrpo.rewards.calver import score_trace
-    from faithgrpo.rewards.calver_problem import prepare_problem
+    from faithgrpo.rewards.calver.problem import prepare_problem
+    from faithgrpo.rewards.calver.reward import score_trace
     from faithgrpo.rewards.selection import normalized_answer
     from faithgrpo.tasks.causal.queries import normalize_answer
 

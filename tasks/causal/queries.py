@@ -79,12 +79,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from faithgrpo.rewards.text import extract_answer
-from faithgrpo.tasks.causal.answers import (
-    MEMO_TEXT_CHARS,
-    QUOTES,
-    format_set,
-    parse_node_set,
-)
+from faithgrpo.tasks.causal.answers import MEMO_TEXT_CHARS, QUOTES, format_set, parse_node_set
 from faithgrpo.tasks.causal.query_kinds import QUERY_KINDS, QueryKind
 from faithgrpo.tasks.causal.query_predicates import query_variant
 from faithgrpo.tasks.graphs.model import CausalGraph, node_sort_key

@@ -87,10 +87,7 @@ from faithgrpo.tasks.certificates.claim_checks import (
     unknown_nodes,
 )
 from faithgrpo.tasks.certificates.claim_index import ClaimIndex
-from faithgrpo.tasks.certificates.claims import (
-    Claim,
-    parse_claims,
-)
+from faithgrpo.tasks.certificates.claims import Claim, parse_claims
 from faithgrpo.tasks.graphs.edges import Path
 from faithgrpo.tasks.graphs.model import CausalGraph, node_sort_key
 

@@ -21,7 +21,7 @@ status given the answer set, the non-descendants, the directed path or cycle, th
 probabilities and ψ), with prose after ``;`` or on lines of its own, and always has at least two
 steps; RESULT and ``<answer>`` carry one valid answer. The random generator picks *which* valid
 answer and the wording, so supervised traces do not collapse onto one answer string. Tests score
-thousands of gold traces 6/6 under :func:`faithgrpo.rewards.calver.score_trace`.
+thousands of gold traces 6/6 under :func:`faithgrpo.rewards.calver.reward.score_trace`.
 
 This module renders the slots and picks the wording; the DERIVATION certificates are built per
 query kind in :mod:`faithgrpo.tasks.certificates.gold_derivations`, the ATE strata in :mod:`faithgrpo.tasks.graphs.strata`.
@@ -36,7 +36,8 @@ from typing import Any
 
 from faithgrpo.tasks.causal.queries import format_query, load_problem
 from faithgrpo.tasks.causal.query_kinds import QUERY_KINDS
-from faithgrpo.tasks.certificates.gold_derivations import DERIVATION_BUILDERS, GoldStyle, fmt_set
+from faithgrpo.tasks.certificates.gold_derivations import DERIVATION_BUILDERS
+from faithgrpo.tasks.certificates.gold_style import GoldStyle, fmt_set
 from faithgrpo.tasks.graphs.model import CausalGraph, node_sort_key
 
 __all__ = [

@@ -10,13 +10,13 @@ claims. ``_DERIVE`` maps each query kind to its builder.
 from __future__ import annotations
 
 import itertools
-import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from faithgrpo.tasks import graphs as C
 from faithgrpo.tasks.causal.query_kinds import QUERY_KINDS
 from faithgrpo.tasks.certificates.derivation import DEFAULT_MAX_PATHS
+from faithgrpo.tasks.certificates.gold_style import GOLD_STRATEGIES, GoldStyle, fmt_set
 from faithgrpo.tasks.graphs.edges import Path
 from faithgrpo.tasks.graphs.model import CausalGraph, node_sort_key
 from faithgrpo.tasks.graphs.strata import stratum_table
@@ -27,41 +27,6 @@ _CHOICES = 16  # valid answers the trace picks from
 _MAX_CHECKS = 1024  # candidate subsets examined when listing valid answers
 _WITNESS_SCAN = 20_000  # paths scanned for an open witness
 _ALL_MARKS = ("->", "<-", "<->")
-
-_STRATEGIES = {
-    "backdoor_set": ("backdoor criterion", "backdoor adjustment", "adjustment criterion"),
-    "frontdoor_set": ("frontdoor criterion", "frontdoor adjustment"),
-    "dsep_set": ("d-separation", "global Markov property"),
-    "msep_set": ("m-separation", "m-separation on the canonical DAG"),
-    "ci_test": ("d-separation",),  # ADMGs get m-separation, see _ci_test
-    "directed_path": ("directed path search (BFS)", "reachability", "depth-first search", "DFS"),
-    "mediator": ("directed path search", "mediation analysis via directed paths", "DFS"),
-    "cycle": ("cycle detection (DFS)", "depth-first search", "back edge search (DFS)"),
-    "ate": ("backdoor adjustment formula", "adjustment formula", "g-formula"),
-}
-
-
-class GoldStyle:
-    """Random choices of wording; ``plain`` always takes the first option (worked examples)."""
-
-    def __init__(self, rng: random.Random, plain: bool, forced: Any = None):
-        self.rng, self.plain, self.forced = rng, plain, forced
-
-    def choice(self, options: Sequence[Any]) -> Any:
-        return options[0] if self.plain else self.rng.choice(list(options))
-
-    def coin(self, p: float) -> bool:
-        return (not self.plain) and self.rng.random() < p
-
-    def shuffled(self, items: Sequence[Any]) -> list:
-        out = list(items)
-        if not self.plain:
-            self.rng.shuffle(out)
-        return out
-
-
-def fmt_set(nodes: Any) -> str:
-    return "{" + ", ".join(sorted(nodes, key=node_sort_key)) + "}"
 
 
 def _fmt_nodes(nodes: Any) -> str:
@@ -334,7 +299,7 @@ def _backdoor(g, q, cpts, style):
             )
         )
     )
-    return style.choice(_STRATEGIES["backdoor_set"]), steps, z
+    return style.choice(GOLD_STRATEGIES["backdoor_set"]), steps, z
 
 
 def _frontdoor(g, q, cpts, style):
@@ -365,7 +330,7 @@ def _frontdoor(g, q, cpts, style):
             if witness is not None:
                 steps.append(f"backdoor path {witness} is open given {{{x}}}; so {v} breaks condition (iii)")
     steps.append(f"so {fmt_set(z)} satisfies the front-door criterion for {x} and {y}")
-    return style.choice(_STRATEGIES["frontdoor_set"]), steps, z
+    return style.choice(GOLD_STRATEGIES["frontdoor_set"]), steps, z
 
 
 def _directed_via(g: CausalGraph, x: str, v: str, y: str, avoid: frozenset[str]) -> Path | None:
@@ -421,7 +386,7 @@ def _separation(g, q, cpts, style):
         steps += _minimality_steps(g, _pairs(q), z, style, backdoor=False)
     sep = "d-separates" if kind == "dsep_set" else "m-separates"
     steps.append(f"so {fmt_set(z)} {sep} {x} and {y}")
-    return style.choice(_STRATEGIES[kind]), steps, z
+    return style.choice(GOLD_STRATEGIES[kind]), steps, z
 
 
 def _ci_test(g, q, cpts, style):
@@ -448,14 +413,14 @@ def _directed_path(g, q, cpts, style):
         steps = [f"edge {a} -> {b}" for a, b in itertools.pairwise(p.nodes)] if style.coin(0.5) else []
         steps.append(f"directed path {p}")
         steps.append(f"so intervening on {x} can change {y}: yes")
-        return style.choice(_STRATEGIES["directed_path"]), steps, True
+        return style.choice(GOLD_STRATEGIES["directed_path"]), steps, True
     desc = g.descendants(x)
     if style.coin(0.5):
         steps = [f"descendants of {x} = {fmt_set(desc)}", f"{y} is not among them"]
     else:
         steps = [f"no directed path from {x} to {y}"]
     steps.append(f"so intervening on {x} cannot change {y}: no")
-    return style.choice(_STRATEGIES["directed_path"]), steps, False
+    return style.choice(GOLD_STRATEGIES["directed_path"]), steps, False
 
 
 def _mediator(g, q, cpts, style):
@@ -470,7 +435,7 @@ def _mediator(g, q, cpts, style):
     else:
         steps = [f"directed path {path}"]
     steps.append(f"so {m} lies on a directed path from {x} to {y} and mediates the effect of {x} on {y}")
-    return style.choice(_STRATEGIES["mediator"]), steps, m
+    return style.choice(GOLD_STRATEGIES["mediator"]), steps, m
 
 
 def _cycle(g, q, cpts, style):
@@ -481,7 +446,7 @@ def _cycle(g, q, cpts, style):
     steps = [f"edge {a} -> {b}" for a, b in itertools.pairwise(closed)] if style.coin(0.5) else []
     steps.append(f"cycle {' -> '.join(closed)}")
     steps.append(f"the last edge returns to {cyc[0]}, so this is a directed cycle")
-    return style.choice(_STRATEGIES["cycle"]), steps, tuple(cyc)
+    return style.choice(GOLD_STRATEGIES["cycle"]), steps, tuple(cyc)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -516,7 +481,7 @@ def _ate(g, q, cpts, style):
     decision = psi > threshold
     side = ">" if decision else "<"
     steps.append(f"{psi:.3f} {side} threshold {threshold:g}, so the answer is {'yes' if decision else 'no'}")
-    return style.choice(_STRATEGIES["ate"]), steps, (decision, psi, z)
+    return style.choice(GOLD_STRATEGIES["ate"]), steps, (decision, psi, z)
 
 
 DERIVATION_BUILDERS = {

@@ -13,9 +13,7 @@ from typing import Any
 from faithgrpo.tasks.causal.query_kinds import QUERY_KINDS
 from faithgrpo.tasks.clear.bits import graph_bits
 from faithgrpo.tasks.clear.candidates import judge, listed_answers
-from faithgrpo.tasks.clear.descriptions import (
-    ADJUSTMENT_TASKS,
-)
+from faithgrpo.tasks.clear.descriptions import ADJUSTMENT_TASKS
 from faithgrpo.tasks.clear.questions import read_question, read_typed_question
 from faithgrpo.tasks.clear.truth import graph_cycles, is_supported, path_universe, set_family
 from faithgrpo.tasks.graphs.model import node_sort_key

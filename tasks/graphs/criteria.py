@@ -51,16 +51,10 @@ import itertools
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from faithgrpo.tasks.graphs.ate import (
-    adjusted_ate_on_table,
-    checked_cpts,
-)
+from faithgrpo.tasks.graphs.ate import adjusted_ate_on_table, checked_cpts
 from faithgrpo.tasks.graphs.edges import Path
 from faithgrpo.tasks.graphs.model import CausalGraph, node_sort_key
-from faithgrpo.tasks.graphs.paths import (
-    path_is_blocked,
-    simple_paths,
-)
+from faithgrpo.tasks.graphs.paths import path_is_blocked, simple_paths
 from faithgrpo.tasks.graphs.separation import (
     checked_node,
     checked_nodes,

@@ -26,13 +26,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 # the graph type, re-exported: this module is where users and the scorers import it from
-from faithgrpo.tasks.graphs.model import (
-    GRAPH_KINDS,
-    NODE_RE,
-    CausalGraph,
-    GraphParseError,
-    edges_are_acyclic,
-)
+from faithgrpo.tasks.graphs.model import GRAPH_KINDS, NODE_RE, CausalGraph, GraphParseError, edges_are_acyclic
 
 __all__ = [
     "MAX_CHARS",

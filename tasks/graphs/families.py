@@ -11,14 +11,22 @@ from __future__ import annotations
 import itertools
 import random
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from faithgrpo.tasks.graphs.model import CausalGraph, node_sort_key
 
-if TYPE_CHECKING:
-    from faithgrpo.tasks.causal.datasets import CausalGraphConfig
+__all__ = ["FAMILIES", "GraphShape", "make_graph"]
 
-__all__ = ["FAMILIES", "make_graph"]
+
+class GraphShape(Protocol):
+    """The generator settings a family reads (:class:`~faithgrpo.tasks.causal.datasets.CausalGraphConfig`
+    has them all)."""
+
+    edge_prob: float
+    max_parents: int
+    max_bidirected: int
+    max_back_edges: int
+
 
 FAMILIES = ("random_dag", "motifs", "admg", "cyclic")
 
@@ -56,7 +64,7 @@ def _connect(order: list[str], edges: set, rng: random.Random, max_parents: int)
         parent[find(a)] = find(b)
 
 
-def _random_dag(names: list[str], rng: random.Random, cfg: CausalGraphConfig) -> set:
+def _random_dag(names: list[str], rng: random.Random, cfg: GraphShape) -> set:
     order = list(names)
     rng.shuffle(order)
     edges = set()
@@ -77,7 +85,7 @@ _MOTIFS = {
 }
 
 
-def _motif_dag(names: list[str], rng: random.Random, cfg: CausalGraphConfig) -> set:
+def _motif_dag(names: list[str], rng: random.Random, cfg: GraphShape) -> set:
     """Glue chains, forks and colliders onto a growing graph; edges follow random ranks, so no cycle."""
     pending = list(names)
     rng.shuffle(pending)
@@ -132,9 +140,7 @@ def _base_dag(names, rng, cfg) -> set:
     return (_random_dag if rng.random() < 0.5 else _motif_dag)(names, rng, cfg)
 
 
-def make_graph(
-    family: str, names: Sequence[str], rng: random.Random, config: CausalGraphConfig
-) -> CausalGraph:
+def make_graph(family: str, names: Sequence[str], rng: random.Random, config: GraphShape) -> CausalGraph:
     """Draw one graph of ``family`` over ``names`` (nodes listed in natural order).
 
     Raises:

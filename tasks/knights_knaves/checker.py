@@ -10,15 +10,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from faithgrpo.tasks.knights_knaves.claims import (
-    certify_claims,
-    describe_assignment,
-)
-from faithgrpo.tasks.knights_knaves.logic import (
-    Assignment,
-    assignment_of,
-    index_of,
-)
+from faithgrpo.tasks.knights_knaves.claims import certify_claims, describe_assignment
+from faithgrpo.tasks.knights_knaves.logic import Assignment, assignment_of, index_of
 from faithgrpo.tasks.knights_knaves.puzzle import (
     MEMO_KEY_CHARS,
     ROLE_SET,

@@ -69,7 +69,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from faithgrpo.rewards.calver_checks import (
+from faithgrpo.rewards.calver.checks import (
     check_answer,
     check_derivation_slot,
     check_graph,
@@ -77,7 +77,7 @@ from faithgrpo.rewards.calver_checks import (
     check_result,
     check_strategy,
 )
-from faithgrpo.rewards.calver_problem import (
+from faithgrpo.rewards.calver.problem import (
     DEFAULT_MAX_SLOT_CHARS,
     DEFAULT_MAX_STRATEGY_CHARS,
     CalverConfig,

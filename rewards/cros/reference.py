@@ -1,21 +1,18 @@
 """How CRoS gets its frozen reference and makes sure it is one (DESIGN §3.3).
 
-`ReferenceBinding` is the part of `~faithgrpo.rewards.cros.CRoSReward` that binds a reference model
+`ReferenceBinding` is the part of `~faithgrpo.rewards.cros.reward.CRoSReward` that binds a reference model
 (given, loaded lazily from a path, or bound to the initial policy by the trainer glue), adopts the
 trainer's prompt rendering, and refuses to train with no reference or with the live policy. The
-model itself is held and run by the reward's `~faithgrpo.rewards.cros_scoring.ReferenceScorer`.
+model itself is held and run by the reward's `~faithgrpo.rewards.cros.scoring.ReferenceScorer`.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, TypeVar
 
 import torch
-
-if TYPE_CHECKING:
-    from faithgrpo.rewards.cros import CRoSReward
 
 __all__ = ["CRoSReferenceError", "ReferenceBinding", "probe_difference"]
 
@@ -29,7 +26,7 @@ class CRoSReferenceError(RuntimeError):
 
 def _probe_ready(model: torch.nn.Module) -> bool:
     """Whether ``model`` can run a plain local forward now (no meta, sharded or partitioned weights)."""
-    from faithgrpo.rewards.cros_scoring import is_sharded
+    from faithgrpo.rewards.cros.scoring import is_sharded
 
     return not is_sharded(model) and not any(p.is_meta for p in model.parameters())
 
@@ -65,6 +62,9 @@ def _probe_tolerance(model: torch.nn.Module) -> float:
     return 1e-4 if dtype in (torch.float32, torch.float64) else 5e-2
 
 
+#: The reward a binding method returns (``self``: a `~faithgrpo.rewards.cros.reward.CRoSReward`).
+Binding = TypeVar("Binding", bound="ReferenceBinding")
+
 REFERENCE_FIXES = (
     "Bind one before training: train with faithgrpo.trainers.FaithGRPOTrainer (or FaithRLOOTrainer), "
     "which binds CRoS to the initial policy (LoRA adapters disabled, a frozen copy of the initial "
@@ -93,13 +93,13 @@ class ReferenceBinding:
     """
 
     def bind_reference(
-        self,
+        self: Binding,
         model: torch.nn.Module,
         tokenizer: Any = None,
         context_manager_factory: Callable[[], Any] | None = None,
         *,
         mode: str = "user",
-    ) -> CRoSReward:
+    ) -> Binding:
         """Score with ``model`` from now on.
 
         Args:
@@ -275,18 +275,18 @@ class ReferenceBinding:
         reference is still checked at the first call, but the chat-template arguments are not known.
         :class:`~faithgrpo.trainers.FaithGRPOTrainer` installs it itself.
         """
-        from faithgrpo.trainers.reference import CRoSReferenceCheck
+        from faithgrpo.rewards.cros.callback import CRoSReferenceCheck
 
         return CRoSReferenceCheck(self)
 
     def configure_from_trainer(
-        self,
+        self: Binding,
         *,
         chat_template_kwargs: dict | None = None,
         tools: list | None = None,
         chat_template: str | None = None,
         num_generations: int | None = None,
-    ) -> CRoSReward:
+    ) -> Binding:
         """Adopt how the trainer renders prompts, so CRoS conditions on the prompt the policy saw.
 
         Args:

@@ -14,7 +14,7 @@ Conventions fixed here:
 
 - The answer span ``a`` is the *content* of the last ``<answer>…</answer>`` block without its outer
   whitespace, and a token is scored when its character span overlaps that stripped span (one rule,
-  applied by `faithgrpo.rewards.cros_scoring.scored_span` for fast and slow tokenizers alike). The
+  applied by `faithgrpo.rewards.cros.scoring.scored_span` for fast and slow tokenizers alike). The
   opening ``<answer>`` tag is part of the conditioning context; the closing tag is not scored (it
   says the answer ended, not what it is), and neither is a token that only joins the answer's
   trailing whitespace to it (``Ġ</`` in ``<answer> 42 </answer>``), so the closing tag's
@@ -25,14 +25,14 @@ Conventions fixed here:
   ``<think>`` up to ``</think>``). Everything else of the completion stays in place in every
   scramble.
 - Tokens are taken in context, as the policy produced them, and ``max_length`` is a token budget
-  that cuts the prompt, never the answer: see `faithgrpo.rewards.cros_scoring`.
+  that cuts the prompt, never the answer: see `faithgrpo.rewards.cros.scoring`.
 - Ranking uses average ranks for ties. Undefined Δ are the lowest values and tie among
   themselves, so ``k`` undefined completions of a group share the ranks ``1..k`` (each gets
   ``((k + 1)/2 − 1)/(G − 1)``, which is 0 for a single one).
 
 Where each part lives: parsing, scrambles, Δ and the TRL call here; the reference's log-probabilities
-in `faithgrpo.rewards.cros_scoring`; binding and checking the reference in
-`faithgrpo.rewards.cros_reference`; rank normalisation in `faithgrpo.rewards.ranking`.
+in `faithgrpo.rewards.cros.scoring`; binding and checking the reference in
+`faithgrpo.rewards.cros.reference`; rank normalisation in `faithgrpo.rewards.ranking`.
 """
 
 from __future__ import annotations
@@ -43,23 +43,14 @@ import math
 import os
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
-from faithgrpo.rewards.cros_reference import (
-    REFERENCE_FIXES,
-    ReferenceBinding,  # re-exported: it lived here
-)
-from faithgrpo.rewards.cros_scoring import (
-    Pending,  # re-exported: it lived here
-    ReferenceScorer,
-    is_conversational,
-)
-from faithgrpo.rewards.ranking import (
-    gathered_group_rank_normalize,
-)
+from faithgrpo.rewards.cros.completions import UNDEFINED_REASONS, CRoSScore, parse_completion
+from faithgrpo.rewards.cros.reference import REFERENCE_FIXES, ReferenceBinding
+from faithgrpo.rewards.cros.scoring import Pending, ReferenceScorer, is_conversational
+from faithgrpo.rewards.ranking import gathered_group_rank_normalize
 from faithgrpo.rewards.steps import (
     MAX_REASONING_CHARS,
     apply_permutation,
@@ -69,96 +60,16 @@ from faithgrpo.rewards.steps import (
 )
 from faithgrpo.rewards.text import completion_text, prompt_text
 
-__all__ = [
-    "UNDEFINED_REASONS",
-    "CRoSReward",
-    "CRoSScore",
-    "parse_completion",
-]
+__all__ = ["CRoSReward"]
 
 logger = logging.getLogger(__name__)
 
-ANSWER_OPEN, ANSWER_CLOSE = "<answer>", "</answer>"
-THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
-
-# Why Δ can be undefined; every reason is logged on every call so metric keys stay stable.
-UNDEFINED_REASONS = (
-    "no_answer",  # no <answer>…</answer> block
-    "empty_answer",  # the answer block is blank
-    "empty_reasoning",  # nothing (but whitespace) before the answer
-    "too_few_steps",  # the reasoning splits into fewer than two steps
-    "too_long",  # reasoning + answer exceed max_length (or the reasoning exceeds the char bound)
-    "gated",  # gate="correct" and the answer is not graded correct
-    "non_finite",  # the reference produced a NaN/inf log-probability
-)
 # Kwargs TRL passes that are not per-row dataset columns.
 _NON_ROW_KWARGS = frozenset({"trainer_state", "log_extra", "log_metric", "environments"})
 _MAX_NUM_SCRAMBLES = 1024
 # Characters of the completion after the answer that are tokenised with it, so the answer's last
 # tokens are the ones the whole completion gets (merges are local), without an unbounded tail.
 _TAIL_CHARS = 64
-
-
-@dataclass(frozen=True)
-class CRoSScore:
-    """CRoS result for one (prompt, completion) pair.
-
-    Attributes:
-        delta: Δ = ℓ(r) − mean_m ℓ(π_m(r)), or ``None`` when undefined.
-        reason: why Δ is undefined (one of `UNDEFINED_REASONS`), ``None`` when defined.
-        logprob: ℓ(r), mean answer-token log-probability given the ordered reasoning.
-        scrambled_logprobs: ℓ(π_m(r)) for each scramble, in draw order.
-        num_steps: number of reasoning steps found.
-        prompt_truncated: the prompt was cut from the left to fit ``max_length``.
-    """
-
-    delta: float | None
-    reason: str | None = None
-    logprob: float | None = None
-    scrambled_logprobs: tuple[float, ...] = field(default=())
-    num_steps: int = 0
-    prompt_truncated: bool = False
-
-
-def parse_completion(text: str) -> tuple[tuple[str, str, str, str] | None, str | None]:
-    """Cut a completion into ``(head, reasoning, middle, answer)`` around its reasoning and answer.
-
-    ``head + reasoning + middle`` is the completion up to and including the last ``<answer>`` tag;
-    ``answer`` is that block's content. Only ``reasoning`` is scrambled. Linear time (``str.find``
-    only), never raises.
-
-    Args:
-        text (`str`):
-            The completion text.
-
-    Returns:
-        `tuple`: ``((head, reasoning, middle, answer), None)``, or ``(None, reason)`` with reason
-        ``"no_answer"`` or ``"empty_answer"``.
-
-    Example:
-        >>> parse_completion("<think>a\\nb</think>\\n<answer>5</answer>")
-        (('<think>', 'a\\nb', '</think>\\n<answer>', '5'), None)
-    """
-    if not isinstance(text, str):
-        return None, "no_answer"
-    close = text.rfind(ANSWER_CLOSE)
-    open_ = text.rfind(ANSWER_OPEN, 0, close) if close >= 0 else -1
-    if open_ < 0:
-        return None, "no_answer"
-    answer_start = open_ + len(ANSWER_OPEN)
-    answer = text[answer_start:close]
-    if not answer.strip():
-        return None, "empty_answer"
-    think_close = text.find(THINK_CLOSE, 0, open_)
-    reasoning_end = think_close if think_close >= 0 else open_
-    think_open = text.find(THINK_OPEN, 0, reasoning_end)
-    reasoning_start = think_open + len(THINK_OPEN) if think_open >= 0 else 0
-    return (
-        text[:reasoning_start],
-        text[reasoning_start:reasoning_end],
-        text[reasoning_end:answer_start],
-        answer,
-    ), None
 
 
 def _prompt_key(prompt: Any) -> str:
@@ -315,7 +226,7 @@ class CRoSReward(ReferenceBinding):
             )
 
         #: Runs the reference: holds the model, tokenizer, batch size and forward counts (see
-        #: `faithgrpo.rewards.cros_scoring`); they read and write through this reward's attributes.
+        #: `faithgrpo.rewards.cros.scoring`); they read and write through this reward's attributes.
         self.scorer = ReferenceScorer(batch_size, bool(reuse_prompt_cache), self._warn_once)
         self.num_scrambles = num_scrambles
         self.seed = seed

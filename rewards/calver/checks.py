@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from faithgrpo.rewards.calver_problem import (
+from faithgrpo.rewards.calver.problem import (
     DEFAULT_MAX_SLOT_CHARS,
     CalverConfig,
     CalverProblem,

@@ -1,0 +1,40 @@
+"""CALVER, the verifier reward (DESIGN §3.4): six binary checks on a six-slot causal trace, ``S/6``.
+
+=========================  ==================================================  ==============================
+piece                      names                                               module
+=========================  ==================================================  ==============================
+the reward and the score   :func:`calver_reward`, :func:`make_calver_reward`,  ``rewards/calver/reward.py``
+                           :func:`score_trace`, :class:`CalverScore`
+the problem, prepared      :func:`prepare_problem`, :class:`CalverProblem`,    ``rewards/calver/problem.py``
+once per prompt            :class:`CalverConfig`, :func:`strip_answer_fields`
+the six checks             one function per slot                               ``rewards/calver/checks.py``
+=========================  ==================================================  ==============================
+"""
+
+from faithgrpo.rewards.calver.problem import (
+    GRAPH_CHECKS,
+    CalverConfig,
+    CalverProblem,
+    prepare_problem,
+    strip_answer_fields,
+)
+from faithgrpo.rewards.calver.reward import (
+    CHECK_NAMES,
+    CalverScore,
+    calver_reward,
+    make_calver_reward,
+    score_trace,
+)
+
+__all__ = [
+    "CHECK_NAMES",
+    "GRAPH_CHECKS",
+    "CalverConfig",
+    "CalverProblem",
+    "CalverScore",
+    "calver_reward",
+    "make_calver_reward",
+    "prepare_problem",
+    "score_trace",
+    "strip_answer_fields",
+]

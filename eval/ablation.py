@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from faithgrpo.eval.report.results import dig
+from faithgrpo.eval.report.sections import CALVER_CHECKS
 
 __all__ = [
-    "CALVER_CHECKS",
     "advantage_sources",
     "format_interval",
     "per_kind_rates",
@@ -38,7 +38,6 @@ __all__ = [
     "summarize",
 ]
 
-CALVER_CHECKS = ("graph", "query", "strategy", "derivation", "result", "answer")
 _FAITHFULNESS = (("aoc", "early-answering AOC"), ("cir", "CIR (JS, bits)"), ("cros_delta", "CRoS Δ"))
 
 
@@ -195,8 +194,8 @@ def per_kind_rates(
         ``{kind: {"prompts", "completions", "answer_rate", "all_six_rate", "mean_score"}}``.
     """
     from faithgrpo.eval.report.adapters import answer_checker
-    from faithgrpo.rewards.calver import score_trace
-    from faithgrpo.rewards.calver_problem import prepare_problem
+    from faithgrpo.rewards.calver.problem import prepare_problem
+    from faithgrpo.rewards.calver.reward import score_trace
 
     by_id = {row["id"]: row for row in rows}
     tallies: dict[str, dict[str, float]] = {}

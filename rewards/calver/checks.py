@@ -1,8 +1,8 @@
 """The six CALVER checks of one parsed trace: graph, query, strategy, derivation, result, answer.
 
-One job: each ``_check_*`` takes the parsed :class:`~faithgrpo.rewards.trace.Trace`, the prepared
+One job: each ``check_*`` takes the parsed :class:`~faithgrpo.rewards.trace.Trace`, the prepared
 problem and the settings and returns ``(reason or None, extra)``. What each check passes on is
-documented in :mod:`faithgrpo.rewards.calver`, whose ``_score`` runs them.
+documented in :mod:`faithgrpo.rewards.calver.reward`, whose ``_score`` runs them.
 """
 
 from __future__ import annotations
@@ -58,6 +58,7 @@ def _edge_diff(mine: tuple[frozenset, frozenset], theirs: tuple[frozenset, froze
 
 def check_graph(trace: Trace, p: CalverProblem, cfg: CalverConfig) -> tuple[str | None, CausalGraph | None]:
     # reads only the GRAPH slot, the problem and cfg; returns a reason and an immutable graph
+    """The GRAPH check: a failure reason (None: passed) and the trace's graph (memoised per problem)."""
     return memoised(p, ("graph", trace.graph, cfg), trace.graph, lambda: _graph_check(trace, p, cfg))
 
 
@@ -163,6 +164,7 @@ def _names_plain_copy(text: str, p: CalverProblem, cfg: CalverConfig) -> bool:
 
 
 def check_query_slot(trace: Trace, p: CalverProblem, cfg: CalverConfig) -> tuple[str | None, None]:
+    """The QUERY check: a failure reason (None: passed), memoised per problem."""
     key = ("query", trace.query, cfg.max_slot_chars)
     return memoised(p, key, trace.query, lambda: _query_check(trace, p, cfg))
 
@@ -177,6 +179,7 @@ def _query_check(trace: Trace, p: CalverProblem, cfg: CalverConfig) -> tuple[str
 
 
 def check_strategy(trace: Trace, p: CalverProblem, cfg: CalverConfig) -> tuple[str | None, None]:
+    """The STRATEGY check: a failure reason (None: passed), memoised per problem."""
     key = ("strategy", trace.strategy, cfg.max_strategy_chars)
     return memoised(p, key, trace.strategy, lambda: _strategy_check(trace, p, cfg))
 
@@ -313,6 +316,7 @@ def _parsed_slot(trace: Trace, slot: str, p: CalverProblem, cfg: CalverConfig) -
 def check_result(
     trace: Trace, p: CalverProblem, cfg: CalverConfig, graph: CausalGraph | None, where: str, memo: dict
 ) -> tuple[str | None, Any]:
+    """The RESULT check: a failure reason (None: passed) and the parsed result, on ``graph`` at ``where``."""
     if graph is p.graph:
         # a pure function of RESULT's text, the slot cap and ``where`` on the problem's own graph; the
         # value is immutable (a parsed answer) and RESULT repeats across the G traces of a prompt

@@ -2,9 +2,9 @@
 
 One job: validate the settings (:class:`CalverConfig`) and prepare a problem once for scoring many
 completions (:func:`strip_answer_fields`, :class:`CalverProblem`, :func:`prepare_problem`), with the
-per-problem memo of pure check results (``_memoised``). The contract (what the scorer reads, which
-fields it strips, which errors it raises) is in :mod:`faithgrpo.rewards.calver`, which re-exports
-the public names.
+per-problem memo of pure check results (:func:`memoised`). The contract (what the scorer reads, which
+fields it strips, which errors it raises) is in :mod:`faithgrpo.rewards.calver.reward`; the package
+face :mod:`faithgrpo.rewards.calver` exposes the public names.
 """
 
 from __future__ import annotations
@@ -209,7 +209,7 @@ class CalverProblem:
 
     @functools.cached_property
     def _memo(self) -> dict:
-        """Per-problem results of pure checks, keyed by slot text and settings (see :func:`_memoised`)."""
+        """Per-problem results of pure checks, keyed by slot text and settings (see :func:`memoised`)."""
         return {}
 
     @functools.cached_property
@@ -374,6 +374,7 @@ def memoised(p: CalverProblem, key: tuple, text: str | None, compute: Any) -> An
 
 
 def edges_into(g: CausalGraph, nodes: frozenset[str]) -> tuple[frozenset, frozenset]:
+    """The directed edges into ``nodes`` and the bidirected edges among them."""
     directed = frozenset(e for e in g.directed if e[1] in nodes)
     bidirected = frozenset(e for e in g.bidirected if e[0] in nodes and e[1] in nodes)
     return directed, bidirected

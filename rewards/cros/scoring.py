@@ -62,6 +62,7 @@ def is_sharded(model: torch.nn.Module) -> bool:
 
 
 def is_conversational(prompt: Any) -> bool:
+    """Whether ``prompt`` is a chat (a non-empty list of message dicts), not plain text."""
     return isinstance(prompt, (list, tuple)) and bool(prompt) and all(isinstance(m, dict) for m in prompt)
 
 

@@ -2,7 +2,7 @@
 
 One job: turn answer text into a value (node set, yes/no, node, cycle, ate decision and ψ) and a
 value back into its canonical string. The accepted formats, the canonical forms and the query kinds
-that use them are documented in :mod:`faithgrpo.tasks.causal.queries`, which re-exports the public names.
+that use them are documented in :mod:`faithgrpo.tasks.causal.queries`.
 """
 
 from __future__ import annotations
@@ -187,6 +187,7 @@ def _parse_ate(text: Any) -> tuple[bool, float | None] | None:
 # ---------------------------------------------------------------------------------------------
 # canonical formatting
 def format_set(value: Any) -> str:
+    """A node set's canonical text, ``{A, B}`` (nodes in :func:`node_sort_key` order)."""
     return "{" + ", ".join(sorted(value, key=node_sort_key)) + "}"
 
 

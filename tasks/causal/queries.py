@@ -64,7 +64,7 @@ in natural node order (``{}`` when empty), ``yes``/``no``, a node name, cycles `
 rotated to start at their smallest node.
 
 Each kind is a :class:`~faithgrpo.tasks.causal.query_kinds.QueryKind` in ``QUERY_KINDS``
-(:mod:`faithgrpo.tasks.causal.query_kinds`, re-exported here); this module restates, parses and grades.
+(:mod:`faithgrpo.tasks.causal.query_kinds`); this module restates, parses and grades.
 
 Queries are restated in traces as ``kind(field=value, ...)`` (see :func:`format_query` and
 :func:`parse_query`), e.g. ``backdoor_set(treatment=X, outcome=Y, variant=minimal)``.
@@ -288,12 +288,14 @@ def _grade_text(problem: str, span: str) -> bool:
 @functools.lru_cache(maxsize=8_192)
 def valid_value(problem: str, value: Any) -> bool:
     # parsed values are immutable and hashable (frozenset, bool, str, tuple); bounded by the answer cap
+    """Whether a parsed answer ``value`` is valid for the problem (JSON text, loaded once)."""
     graph, query, cpts = load_problem_text(problem)  # load_problem ran check_query on exactly these
     return QUERY_KINDS[query["kind"]]._valid_checked(graph, query, value, cpts)
 
 
 @functools.lru_cache(maxsize=512)
 def load_problem_text(problem: str) -> tuple[CausalGraph, dict, dict | None]:
+    """Memoised :func:`load_problem` of a problem's JSON text: its graph, query and CPTs."""
     return load_problem(problem)
 
 

@@ -3,7 +3,7 @@
 A kind bundles its query fields, the graph types it applies to, the methods a STRATEGY may name,
 its answer grammar, and three predicates over a graph (the query's check, an answer's validity,
 enumeration of valid answers), which live in :mod:`faithgrpo.tasks.causal.query_predicates`. The table of
-kinds and their fields is in :mod:`faithgrpo.tasks.causal.queries`, which re-exports these names.
+kinds and their fields is in :mod:`faithgrpo.tasks.causal.queries`.
 """
 
 from __future__ import annotations

@@ -50,6 +50,7 @@ def _pair(graph: CausalGraph, query: Mapping) -> tuple[str, str]:
 
 
 def check_pair(graph: CausalGraph, query: Mapping, cpts: Mapping | None) -> None:
+    """Raise ``ValueError`` unless the query's ``treatment`` and ``outcome`` are two distinct nodes of ``graph``."""
     _pair(graph, query)
 
 
@@ -61,6 +62,7 @@ def _xy(graph: CausalGraph, query: Mapping) -> tuple[frozenset[str], frozenset[s
 
 
 def query_variant(query: Mapping) -> str:
+    """The query's ``variant`` (``any`` when absent)."""
     return str(query.get("variant", "any"))
 
 
@@ -84,6 +86,7 @@ def _subsets(pool: frozenset[str], limit: int, max_checks: int, ok: Callable[[fr
 # ---------------------------------------------------------------------------------------------
 # per-kind logic: check(graph, query, cpts) raises ValueError; valid(...) / enumerate(...) assume checked
 def valid_backdoor(g, q, z, cpts):
+    """Whether ``z`` is a valid backdoor set for the query (its variant: any, minimal, maximal)."""
     x, y = _pair(g, q)
     variant = query_variant(q)
     if variant == "minimal":
@@ -94,6 +97,7 @@ def valid_backdoor(g, q, z, cpts):
 
 
 def enum_backdoor(g, q, limit, max_checks, cpts):
+    """Valid backdoor sets for the query, at most ``limit`` (``max_checks`` subsets examined)."""
     x, y = _pair(g, q)
     if query_variant(q) == "maximal":
         return C.maximal_backdoor_sets(g, x, y, limit=limit, max_checks=max_checks)
@@ -103,6 +107,7 @@ def enum_backdoor(g, q, limit, max_checks, cpts):
 
 
 def valid_frontdoor(g, q, z, cpts):
+    """Whether ``z`` is a valid front-door set for the query (its variant: any, minimal, maximal)."""
     x, y = _pair(g, q)
     variant = query_variant(q)
     if variant == "minimal":
@@ -113,6 +118,7 @@ def valid_frontdoor(g, q, z, cpts):
 
 
 def enum_frontdoor(g, q, limit, max_checks, cpts):
+    """Valid front-door sets for the query, at most ``limit`` (``max_checks`` subsets examined)."""
     x, y = _pair(g, q)
     if query_variant(q) == "maximal":
         best = C.maximal_frontdoor_set(g, x, y)
@@ -124,10 +130,12 @@ def enum_frontdoor(g, q, limit, max_checks, cpts):
 
 
 def check_sep(g, q, cpts):
+    """Raise ``ValueError`` unless the query's ``x`` and ``y`` are disjoint node sets of ``g``."""
     _xy(g, q)
 
 
 def valid_sep(g, q, z, cpts):
+    """Whether ``z`` separates the query's ``x`` and ``y`` (minimally for the ``minimal`` variant)."""
     xs, ys = _xy(g, q)
     if z & (xs | ys):
         return False
@@ -137,11 +145,13 @@ def valid_sep(g, q, z, cpts):
 
 
 def enum_sep(g, q, limit, max_checks, cpts):
+    """Valid separating sets for the query, at most ``limit`` (``max_checks`` subsets examined)."""
     xs, ys = _xy(g, q)
     return _subsets(g.node_set - xs - ys, limit, max_checks, lambda z: valid_sep(g, q, z, cpts))
 
 
 def check_ci(g, q, cpts):
+    """Raise ``ValueError`` unless ``x``, ``y`` and ``given`` are disjoint node sets of ``g``."""
     xs, ys = _xy(g, q)
     given = _many(g, q, "given", allow_empty=True)
     if given & (xs | ys):
@@ -159,28 +169,34 @@ def _truth_directed(g, q, cpts):
 
 
 def valid_mediator(g, q, m, cpts):
+    """Whether ``m`` is a mediator from the query's treatment to its outcome."""
     x, y = _pair(g, q)
     return m in g.node_set and C.is_mediator(g, x, y, m)
 
 
 def enum_mediator(g, q, limit, max_checks, cpts):
+    """The mediators from the query's treatment to its outcome, at most ``limit``, in node order."""
     x, y = _pair(g, q)
     return sorted(C.mediators(g, x, y), key=node_sort_key)[:limit]
 
 
 def check_cycle(g, q, cpts):
+    """A cycle query has no fields to check."""
     pass
 
 
 def valid_cycle(g, q, seq, cpts):
+    """Whether ``seq`` is a directed cycle of ``g``."""
     return C.is_directed_cycle(g, seq)
 
 
 def enum_cycle(g, q, limit, max_checks, cpts):
+    """Directed cycles of ``g``, at most ``limit``."""
     return C.simple_cycles(g, limit=limit)
 
 
 def check_ate(g, q, cpts):
+    """Raise ``ValueError`` unless the ATE query's nodes, ``threshold``, ``margin`` and ``tolerance`` are valid."""
     _pair(g, q)
     for name, default in (("threshold", None), ("margin", 0.0), ("tolerance", 0.01)):
         v = q.get(name, default)
@@ -199,6 +215,7 @@ def _true_ate(g, q, cpts) -> float:
 
 
 def valid_ate(g, q, value, cpts):
+    """Whether ``(decision, ψ)`` matches the true ATE (ψ within the query's tolerance, when given)."""
     decision, psi = value
     true_psi = _true_ate(g, q, cpts)
     if decision != (true_psi > float(q["threshold"])):
@@ -207,6 +224,7 @@ def valid_ate(g, q, value, cpts):
 
 
 def enum_ate(g, q, limit, max_checks, cpts):
+    """The one valid ATE answer: the decision ``ψ > threshold`` and the true ψ."""
     true_psi = _true_ate(g, q, cpts)
     return [(true_psi > float(q["threshold"]), true_psi)]
 

@@ -1,8 +1,8 @@
 """STRATEGY method names: which known methods a text names, and whether they decide a query kind.
 
 One job: find the method names of :data:`METHOD_GROUPS` in a STRATEGY text (:func:`named_methods`)
-and judge it for one kind (``_strategy_check``, memoised as ``_strategy_problem``). The contract is
-``QueryKind.strategy_problem`` in :mod:`faithgrpo.tasks.causal.queries`, which re-exports these names.
+and judge it for one kind (:func:`strategy_check`, memoised as :func:`cached_strategy_problem`). The
+contract is ``QueryKind.strategy_problem``, documented in :mod:`faithgrpo.tasks.causal.queries`.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ def _norm(text: str) -> str:
 
 
 def strategy_check(kind: str, strategies: tuple[str, ...], text: Any) -> str | None:
+    """Why STRATEGY ``text`` names no method of ``strategies`` for ``kind`` (None: it names one)."""
     if isinstance(text, str) and any(
         ord(ch) > 127 and unicodedata.category(ch).startswith("L") for ch in text[:MAX_ANSWER_CHARS]
     ):

@@ -2,7 +2,7 @@
 
 One job: decide whether one parsed claim is true on the verification graph and CPTs (no
 certification). The grammar and the truth rules are documented in :mod:`faithgrpo.tasks.certificates.derivation`,
-which re-exports the public names.
+the package face is :mod:`faithgrpo.tasks.certificates`.
 """
 
 from __future__ import annotations
@@ -86,6 +86,7 @@ def claim_verdict(ctx: ClaimContext, claim: Claim) -> str | None:
 
 
 def unknown_nodes(ctx: ClaimContext, nodes: Iterable[str]) -> str | None:
+    """A reason naming the first nodes that are not in the context's graph (None: all are)."""
     missing = sorted(set(nodes) - ctx.graph.node_set, key=node_sort_key)
     return f"{', '.join(missing[:3])} not node(s) of the graph" if missing else None
 
@@ -229,4 +230,5 @@ def _claim_problem(ctx: ClaimContext, claim: Claim) -> str | None:
 
 
 def fmt_nodes(nodes: Iterable[str]) -> str:
+    """A node set as text, ``{A, B}`` in node order."""
     return "{" + ", ".join(sorted(nodes, key=node_sort_key)) + "}"

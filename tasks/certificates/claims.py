@@ -1,7 +1,7 @@
 """The DERIVATION claim grammar and its parser: derivation lines to :class:`Claim` objects.
 
 One job: read claims (no truth, no certification). The grammar is documented in
-:mod:`faithgrpo.tasks.certificates.derivation`, which re-exports the public names.
+:mod:`faithgrpo.tasks.certificates.derivation`; the package face is :mod:`faithgrpo.tasks.certificates`.
 """
 
 from __future__ import annotations

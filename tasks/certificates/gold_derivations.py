@@ -4,7 +4,7 @@ A builder ``(graph, query, cpts, style) -> (strategy, steps, value)`` picks a va
 holds the random choices) and writes the certificate for it in the claim grammar of
 :mod:`faithgrpo.tasks.certificates.derivation`: the paths found with their status given the answer set, the
 non-descendants, the directed path or cycle, the stratum probabilities and ψ, with prose around the
-claims. ``_DERIVE`` maps each query kind to its builder.
+claims. :data:`DERIVATION_BUILDERS` maps each query kind to its builder.
 """
 
 from __future__ import annotations

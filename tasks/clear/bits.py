@@ -16,6 +16,7 @@ PathKey = tuple[tuple[str, ...], tuple[str, ...]]  # a path as (nodes, marks)
 
 
 def bits_of(mask: int) -> Iterator[int]:
+    """The indices of the set bits of ``mask``, lowest first."""
     while mask:
         low = mask & -mask
         mask ^= low
@@ -205,4 +206,5 @@ class _Bits:
 
 @functools.lru_cache(maxsize=1024)
 def graph_bits(g: CausalGraph) -> _Bits:
+    """The bitmask form of ``g`` (node indices, parent/child/district masks) the CLEAR judge runs on."""
     return _Bits(g)

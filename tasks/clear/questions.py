@@ -190,6 +190,7 @@ def _split_options(question: str) -> tuple[str, list[tuple[str, str]]] | None:
 
 
 def parse_set(text: Any) -> frozenset[str] | None:
+    """A candidate node set (``{A, B}``, ``set()`` or a one-set list), None when it is not one."""
     if not isinstance(text, str) or len(text) > MAX_TEXT_CHARS:
         return None
     s = text.strip().rstrip(".").strip()
@@ -198,6 +199,7 @@ def parse_set(text: Any) -> frozenset[str] | None:
 
 
 def parse_one_path(text: Any) -> Path | None:
+    """A candidate path (``A->B<-C`` or a one-path list), None when it is not one."""
     if not isinstance(text, str) or len(text) > MAX_TEXT_CHARS:
         return None
     s = text.strip().rstrip(".").strip()
@@ -211,6 +213,7 @@ def parse_one_path(text: Any) -> Path | None:
 
 
 def option_value(task: str, text: str) -> frozenset[str] | Path | None:
+    """A multiple-choice option's value: a path for path tasks, else a node set."""
     return parse_one_path(text) if task in PATH_TASKS else parse_set(text)
 
 
@@ -254,6 +257,7 @@ def read_question(record: Mapping[str, Any]) -> ClearQuestion | None:
 def read_typed_question(
     task: str, qtype: str, description: str, graph_type: str | None, question: str
 ) -> ClearQuestion | None:
+    """The typed question of one record's fields (None when the text is outside the templates)."""
     try:
         g = parse_description(description, graph_type)
     except GraphParseError:

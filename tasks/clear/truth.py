@@ -138,11 +138,13 @@ def path_universe(q: ClearQuestion) -> tuple[PathKey, ...] | None:
 
 @functools.lru_cache(maxsize=1024)
 def graph_cycles(g: CausalGraph) -> tuple[tuple[str, ...], ...] | None:
+    """Every directed cycle of ``g``, each rotated to start at its smallest node (None: over the cap)."""
     found = C.simple_cycles(g, limit=MAX_PATHS + 1)
     return None if len(found) > MAX_PATHS else tuple(rotate_cycle(c) for c in found)
 
 
 def rotate_cycle(cycle: tuple[str, ...]) -> tuple[str, ...]:
+    """``cycle`` rotated to start at its smallest node (in :func:`node_sort_key` order)."""
     i = min(range(len(cycle)), key=lambda k: node_sort_key(cycle[k]))
     return tuple(cycle[i:] + cycle[:i])
 
@@ -196,6 +198,7 @@ def _path_verdict(q: ClearQuestion, p: Path, *, claim: bool) -> bool | None:
 
 
 def verdict(q: ClearQuestion, value: Any, *, claim: bool) -> bool | None:
+    """Whether ``value`` answers ``q`` (``claim``: as a claimed answer); None when undecided."""
     if value is None:
         return None if claim else False
     if q.task_type in PATH_TASKS:

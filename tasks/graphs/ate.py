@@ -7,7 +7,8 @@ truncated factorisation gives ``P(y=1 | do(x=1)) − P(y=1 | do(x=0))`` (Pearl 2
 by variable elimination (``numpy.einsum``) over at most :data:`MAX_ATE_VARIABLES` variables.
 
 The graph criteria as a whole, including the ATE certificate built on these, are in
-:mod:`faithgrpo.tasks.graphs.criteria`, which re-exports everything public here.
+:mod:`faithgrpo.tasks.graphs.criteria`; the package face :mod:`faithgrpo.tasks.graphs` exposes
+the public names of all four modules.
 
 References
 ----------
@@ -239,7 +240,7 @@ def adjusted_ate(
 def adjusted_ate_on_table(
     table: dict, key: tuple | None, x: str, y: str, zs: Iterable[str], eps: float = 1e-12
 ) -> float:
-    """:func:`adjusted_ate` on :func:`_checked`'s ``(table, key)``."""
+    """:func:`adjusted_ate` on :func:`checked_cpts`'s ``(table, key)``."""
     z = sorted(set(zs), key=node_sort_key)
     plain = key is not None and type(x) is str and type(y) is str and type(eps) is float
     return _memo(
@@ -279,7 +280,7 @@ def interventional_ate(cpts: Mapping[str, Any], x: str, y: str) -> float:
 
 
 def _interventional_ate(table: dict, key: tuple | None, x: str, y: str) -> float:
-    """:func:`interventional_ate` on :func:`_checked`'s ``(table, key)``."""
+    """:func:`interventional_ate` on :func:`checked_cpts`'s ``(table, key)``."""
     plain = key is not None and type(x) is str and type(y) is str
     return _memo(("interventional", key, x, y) if plain else None, lambda: _interventional(table, x, y))
 

@@ -1,8 +1,8 @@
 """Edge text for causal graphs: a bounded parser (:func:`parse_graph`), and paths (:class:`Path`).
 
 The graph type itself, :class:`~faithgrpo.tasks.graphs.model.CausalGraph` (kinds DAG, ADMG, DG, and
-their well-formedness rules), lives in :mod:`faithgrpo.tasks.graphs.model`; it is re-exported here,
-so ``from faithgrpo.tasks.graphs.edges import CausalGraph`` works.
+their well-formedness rules), lives in :mod:`faithgrpo.tasks.graphs.model` (import it from there, or from
+:mod:`faithgrpo.tasks.graphs`).
 
 Edge-text grammar (what :func:`parse_graph` reads)
 --------------------------------------------------
@@ -25,7 +25,6 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-# the graph type, re-exported: this module is where users and the scorers import it from
 from faithgrpo.tasks.graphs.model import GRAPH_KINDS, NODE_RE, CausalGraph, GraphParseError, edges_are_acyclic
 
 __all__ = [

@@ -19,8 +19,8 @@ Kinds
 Self loops are never allowed. Node names are ASCII letters, digits and underscores
 (``[A-Za-z0-9_]+``).
 
-Edge text is read by :func:`faithgrpo.tasks.graphs.edges.parse_graph`; ``faithgrpo.tasks.graphs.edges`` re-exports
-everything here, so either import path works.
+Edge text is read by :func:`faithgrpo.tasks.graphs.edges.parse_graph`; the package face
+:mod:`faithgrpo.tasks.graphs` exposes both modules' public names.
 """
 
 from __future__ import annotations

@@ -8,7 +8,8 @@ bidirected edges). A backdoor path starts with an arrowhead into the treatment (
 the set of nodes joined to v by a path whose inner nodes are all colliders (Pellet & Elisseeff 2008).
 
 The graph criteria as a whole, their conventions and complexity are described in
-:mod:`faithgrpo.tasks.graphs.criteria`, which re-exports everything public here.
+:mod:`faithgrpo.tasks.graphs.criteria`; the package face :mod:`faithgrpo.tasks.graphs` exposes
+the public names of all four modules.
 
 References
 ----------

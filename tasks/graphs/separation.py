@@ -7,7 +7,8 @@ with no proper subset that separates. Also home to the node-argument helpers and
 reachability engine (Bayes-ball) that the rest of :mod:`faithgrpo.tasks.graphs.criteria` builds on.
 
 The graph criteria as a whole, their conventions and complexity are described in
-:mod:`faithgrpo.tasks.graphs.criteria`, which re-exports everything public here.
+:mod:`faithgrpo.tasks.graphs.criteria`; the package face :mod:`faithgrpo.tasks.graphs` exposes
+the public names of all four modules.
 
 References
 ----------
@@ -31,6 +32,7 @@ from faithgrpo.tasks.graphs.model import CausalGraph, node_sort_key
 # ---------------------------------------------------------------------------------------------
 # helpers
 def checked_nodes(g: CausalGraph, vs: str | Iterable[str], role: str) -> frozenset[str]:
+    """``vs`` (one node or several) as a set, raising ``ValueError`` naming ``role`` for unknown nodes."""
     out = frozenset((vs,)) if isinstance(vs, str) else frozenset(vs)
     missing = out - g.node_set
     if missing:
@@ -41,12 +43,14 @@ def checked_nodes(g: CausalGraph, vs: str | Iterable[str], role: str) -> frozens
 
 
 def checked_node(g: CausalGraph, v: str, role: str) -> str:
+    """``v``, raising ``ValueError`` naming ``role`` when it is not a node of ``g``."""
     if not isinstance(v, str) or v not in g.node_set:
         raise ValueError(f"{role}: unknown node {v!r}; graph nodes are {list(g.nodes)}")
     return v
 
 
 def require_acyclic(g: CausalGraph, what: str) -> None:
+    """Raise ``ValueError`` when ``g`` is a DG: ``what`` is defined for DAGs and ADMGs only."""
     if g.kind == "DG":
         raise ValueError(
             f"{what} is defined here for DAGs and ADMGs, not for a DG (directed graph with cycles)"
@@ -137,6 +141,7 @@ def reachable(
 def separated(
     g: CausalGraph, xs: frozenset, ys: frozenset, zs: frozenset, cut: frozenset = frozenset()
 ) -> bool:
+    """Whether ``zs`` m-separates ``xs`` from ``ys`` (edges in ``cut`` removed)."""
     if not xs or not ys:
         return True
     return not (reachable(g, xs, zs, cut) & ys)
@@ -156,6 +161,7 @@ def is_minimal_separator(
     g: CausalGraph, xs: frozenset, ys: frozenset, zs: frozenset, cut: frozenset = frozenset()
 ) -> bool:
     # van der Zander & Liśkiewicz 2020: Z ⊆ An(X ∪ Y), Z separates, every z reachable from X and from Y
+    """Whether ``zs`` is a minimal m-separator of ``xs`` and ``ys`` (edges in ``cut`` removed)."""
     anc, x_closure, y_closure = _minimal_parts(g, xs, ys, zs, cut)
     return zs <= anc and not (x_closure & ys) and zs <= (x_closure & y_closure)
 
@@ -163,6 +169,7 @@ def is_minimal_separator(
 def find_minimal_separator(
     g: CausalGraph, xs: frozenset, ys: frozenset, allowed: frozenset, cut: frozenset = frozenset()
 ) -> frozenset[str] | None:
+    """A minimal m-separator of ``xs`` and ``ys`` inside ``allowed``, or None when none exists."""
     anc = _ancestors_cut(g, xs | ys, cut)
     z0 = frozenset(allowed & anc) - xs - ys
     x_closure = reachable(g, xs, z0, cut, within=anc)

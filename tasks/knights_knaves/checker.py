@@ -209,7 +209,7 @@ def _check_derivation(
 ) -> str | None:
     """Why the DERIVATION is not a certificate of the trace's answer (``None`` when it is).
 
-    Passes when (a) there is at least one claim, (b) every claim is true (see :func:`_certify`),
+    Passes when (a) there is at least one claim, (b) every claim is true (see :func:`~faithgrpo.tasks.knights_knaves.claims.certify_claims`),
     (c) the claims leave exactly one assignment open, and it is the ASSIGNMENT (or, without a usable
     ASSIGNMENT, the ``<answer>``). Role references in prose (``Name=role``, ``role(Name)``) must
     name the puzzle's people and roles too.

@@ -1,4 +1,4 @@
-"""Knights & Knaves derivation claims: their parser and the truth-table certificate (:func:`_certify`).
+"""Knights & Knaves derivation claims: their parser and the truth-table certificate (:func:`certify_claims`).
 
 The claim grammar is documented in :mod:`faithgrpo.tasks.knights_knaves` ("Derivation claims").
 """
@@ -343,12 +343,14 @@ def _region(roles: Sequence[tuple[int, bool]], n: int) -> int:
 
 def violated_cases(puzzle: KKPuzzle) -> tuple[int, ...]:
     # Bit a of entry i: under assignment a, person i's statement contradicts i's role.
+    """Per person, the assignments under which their statement contradicts their role."""
     full = (1 << (1 << puzzle.n_people)) - 1
     return tuple(full & (k ^ t) for k, t in zip(knight_masks(puzzle.n_people), puzzle.tables))
 
 
 def find_refuter(cases: int, candidates: Sequence[int], violations: Sequence[int]) -> int | None:
     # A person whose statement contradicts their role in every assignment of ``cases`` (None: none).
+    """A person among ``candidates`` whose statement contradicts their role in every case of ``cases``."""
     for i in candidates:
         if cases & ~violations[i] == 0:
             return i
@@ -356,6 +358,7 @@ def find_refuter(cases: int, candidates: Sequence[int], violations: Sequence[int
 
 
 def describe_assignment(assignment: Assignment, puzzle: KKPuzzle) -> str:
+    """``Name=knight, Name=knave, ...`` for ``assignment`` (generic role words)."""
     return ", ".join(f"{n}={puzzle.role_word(r, generic=True)}" for n, r in zip(puzzle.names, assignment))
 
 

@@ -227,6 +227,7 @@ def parse_kk_formula(text: str, metadata: Any) -> tuple[Statement | None, str | 
 def parse_formula_tokens(
     tokens: list[tuple[str, str]], puzzle: KKPuzzle
 ) -> tuple[Statement | None, str | None]:
+    """The statement the formula ``tokens`` spell, or ``(None, reason)``."""
     try:
         return _FormulaParser(tokens, puzzle).parse(), None
     except _FormulaError as err:

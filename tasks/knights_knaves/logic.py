@@ -98,6 +98,7 @@ def normalize_statement(statement: Any, n_people: int) -> Statement:
 
 
 def evaluate(statement: Statement, assignment: Sequence[bool]) -> bool:
+    """The truth value of ``statement`` under ``assignment`` (True: knight)."""
     op = statement[0]
     if op == "telling-truth":
         return bool(assignment[statement[1]])
@@ -136,10 +137,12 @@ def evaluate_statement(statement: Any, assignment: Sequence[bool]) -> bool:
 @functools.lru_cache(maxsize=MAX_PEOPLE + 1)
 def knight_masks(n_people: int) -> tuple[int, ...]:
     # Bit a of mask i is set iff assignment a makes person i a knight (bit i of a).
+    """Per person, the truth-table mask of the assignments that make them a knight."""
     return tuple(sum(1 << a for a in range(1 << n_people) if (a >> i) & 1) for i in range(n_people))
 
 
 def statement_table(statement: Statement, n_people: int, full: int) -> int:
+    """The truth table of ``statement`` over all assignments, as a bitmask (``full``: all ones)."""
     op = statement[0]
     if op == "telling-truth":
         return knight_masks(n_people)[statement[1]]
@@ -187,15 +190,18 @@ def truth_table(statement: Any, n_people: int) -> int:
 
 
 def index_of(assignment: Sequence[bool]) -> int:
+    """The truth-table index of ``assignment`` (bit i set: person i is a knight)."""
     return sum(1 << i for i, knight in enumerate(assignment) if knight)
 
 
 def assignment_of(index: int, n_people: int) -> Assignment:
+    """The assignment at truth-table ``index`` (inverse of :func:`index_of`)."""
     return tuple(bool((index >> i) & 1) for i in range(n_people))
 
 
 def consistency_mask(tables: Sequence[int], n_people: int) -> int:
     # Person i is a knight iff their statement is true: AND_i (knight_i <=> statement_i).
+    """The assignments consistent with the statement ``tables`` (each person is a knight iff their statement is true)."""
     full = (1 << (1 << n_people)) - 1
     value = full
     for mask, table in zip(knight_masks(n_people), tables):

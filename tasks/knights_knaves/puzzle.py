@@ -54,6 +54,7 @@ NAME_RE = re.compile(r"[^\W_][\w]*")
 
 
 def article(word: str) -> str:
+    """``word`` with its indefinite article (``a knight``, ``an idealist``)."""
     return f"an {word}" if word[:1].lower() in "aeiou" else f"a {word}"
 
 
@@ -220,7 +221,7 @@ class KKPuzzle:
 
     @functools.cached_property
     def _memo(self) -> dict:
-        """Results of pure text checks against this puzzle (see :func:`_memoised`)."""
+        """Results of pure text checks against this puzzle (see :func:`memoised`)."""
         return {}
 
 
@@ -247,7 +248,7 @@ def memoised(puzzle: KKPuzzle, key: tuple, text: str | None, compute: Any, *args
 
 
 def remember(memo: dict, key: tuple, text: str | None, value: Any) -> None:
-    """Store a computed value as :func:`_memoised` does (hot loops look ``key`` up themselves)."""
+    """Store a computed value as :func:`memoised` does (hot loops look ``key`` up themselves)."""
     if text is None or len(text) <= MEMO_KEY_CHARS:
         if len(memo) >= _MEMO_ENTRIES:
             memo.clear()
@@ -280,6 +281,7 @@ def kk_puzzle(metadata: Any) -> KKPuzzle:
 
 def as_puzzle(metadata: Any) -> KKPuzzle:
     # A JSON column repeats the same string for every completion of a prompt: parse it once.
+    """A :class:`KKPuzzle` from metadata (a dict, its JSON text, or a puzzle already)."""
     if isinstance(metadata, str):
         return _puzzle_from_json(metadata)
     return metadata if isinstance(metadata, KKPuzzle) else KKPuzzle.from_metadata(metadata)

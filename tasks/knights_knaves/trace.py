@@ -121,6 +121,7 @@ def parse_kk_trace(text: Any, *, max_chars: int = MAX_TRACE_CHARS) -> KKTrace:
 
 
 def trace_slot(trace: KKTrace, name: str) -> tuple[str | None, str | None]:
+    """The body of slot ``name`` in ``trace``, or ``(None, reason)`` when it is missing or repeated."""
     if trace.error is not None:
         return None, trace.error
     if name in trace.duplicates:

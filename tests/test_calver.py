@@ -883,7 +883,7 @@ def test_ate_problem_whose_effect_cannot_be_computed_raises():
 
 @pytest.mark.parametrize("mode", ["supplied", "constructed"])
 def test_generated_problems_with_gold_traces_score_six(mode):
-    """Integration with the task generator and the gold traces (tasks/causal.py, tasks/gold.py)."""
+    """Integration with the task generator and the gold traces (tasks/causal/datasets.py, tasks/certificates/gold.py)."""
     import random
 
     from faithgrpo.tasks.causal.datasets import CausalGraphConfig, make_problem

@@ -738,7 +738,7 @@ def test_ate_values_do_not_depend_on_the_hash_seed():
 
 
 # ---------------------------------------------------------------------------------------------
-# the content-keyed memo of validated CPTs and effects (tasks/ate.py): it must answer exactly as a
+# the content-keyed memo of validated CPTs and effects (tasks/graphs/ate.py): it must answer exactly as a
 # fresh computation would, whatever callers do to the CPTs or the returned tables
 def test_ate_memo_follows_in_place_changes_and_exact_types():
     cpts = {"X": {"parents": [], "p1": 0.5}, "Y": {"parents": ["X"], "p1": {"0": 0.2, "1": 0.7}}}

@@ -31,7 +31,7 @@ Holes this suite found, now closed (each kept as a regression test below):
   the method matcher, so "one method" passes while two are named.
 * H7 (issue #30) hedges: RESULT and ``<answer>`` were read as their first option, so ``{E, Y} or V``,
   ``yes or no``, ``yes (or no), ψ = …`` scored 6/6 and were graded right (888 of this suite's 1,072
-  hedged traces); an answer slot now holds one answer (``tasks/answers.py``, ``offers_alternatives``).
+  hedged traces); an answer slot now holds one answer (``tasks/causal/answers.py``, ``offers_alternatives``).
 """
 
 from __future__ import annotations
@@ -1255,7 +1255,7 @@ def test_beyond_the_cap_a_wrong_answer_gets_no_derivation_point():
 
 
 # ---------------------------------------------------------------------------------------------
-# holes found by this suite and closed in tasks/derivation.py, rewards/calver.py, tasks/queries.py
+# holes found by this suite and closed in tasks/certificates/derivation.py, rewards/calver/, tasks/causal/queries.py
 def _tiny(kind_graph, nodes, directed, **query):
     return {"graph": {"type": kind_graph, "nodes": nodes, "directed": [list(e) for e in directed], "bidirected": []},
             "query": query}  # fmt: skip

@@ -8,30 +8,23 @@ completions and results     :func:`parse_completion`, :class:`CRoSScore`,       
                             ``UNDEFINED_REASONS``
 the frozen reference        :class:`CRoSReferenceError`, ``ReferenceBinding``   ``rewards/cros/reference.py``
 scoring with the reference  :class:`ReferenceScorer`                            ``rewards/cros/scoring.py``
-the trainer callback        :class:`CRoSReferenceCheck`                         ``rewards/cros/callback.py``
 ==========================  ==================================================  =========================
 
-Names are imported on first use: ``faithgrpo.rewards.cros.completions`` stays torch-free.
+The trainer callback, :class:`~faithgrpo.rewards.cros.callback.CRoSReferenceCheck`, stays in its
+module (``rewards/cros/callback.py``): it loads ``transformers``' trainer machinery.
 """
 
-from importlib import import_module
+from faithgrpo.rewards.cros.completions import UNDEFINED_REASONS, CRoSScore, parse_completion
+from faithgrpo.rewards.cros.reference import CRoSReferenceError, ReferenceBinding
+from faithgrpo.rewards.cros.reward import CRoSReward
+from faithgrpo.rewards.cros.scoring import ReferenceScorer
 
-_EXPORTS = {
-    "CRoSReward": "reward",
-    "CRoSScore": "completions",
-    "UNDEFINED_REASONS": "completions",
-    "parse_completion": "completions",
-    "CRoSReferenceError": "reference",
-    "ReferenceBinding": "reference",
-    "ReferenceScorer": "scoring",
-    "CRoSReferenceCheck": "callback",
-}
-
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str):
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'faithgrpo.rewards.cros' has no attribute {name!r}")
-    return getattr(import_module(f"faithgrpo.rewards.cros.{module}"), name)
+__all__ = [
+    "UNDEFINED_REASONS",
+    "CRoSReferenceError",
+    "CRoSReward",
+    "CRoSScore",
+    "ReferenceBinding",
+    "ReferenceScorer",
+    "parse_completion",
+]

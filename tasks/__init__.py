@@ -4,6 +4,28 @@ Importing this package registers the reasoning-gym datasets ``causal_graph`` (su
 ``causal_story`` (graph told as a story) and ``causal_bn`` (published Bayesian networks, both
 renderings), so ``reasoning_gym.create_dataset("causal_graph", ...)`` and composite mixtures work.
 It does not import torch (nor pgmpy, which is read when a network is first loaded).
+
+===================  =====================================================================
+where                what
+===================  =====================================================================
+``graphs/``          the graph type (``model``), edge text and paths (``edges``), graph criteria
+                     (``criteria``, ``separation``, ``paths``, ``ate``), random graph families,
+                     ATE strata
+``causal/``          the ``causal_graph`` / ``causal_story`` datasets, query kinds and their
+                     predicates, answer parsing, grading, stories, prompts
+``certificates/``    the DERIVATION claim grammar (``claims``), claim truth (``claim_checks``),
+                     certification (``derivation``), gold derivations and gold traces (``gold``)
+``bayesnets/``       the ``causal_bn`` dataset over pgmpy's networks, the exact binary ATE reduction
+``knights_knaves/``  Knights & Knaves: truth tables, formulas, trace slots, claims, gold traces,
+                     the checker
+``clear/``           the CLEAR adapter: descriptions, typed questions, truth, candidates, records
+``mix.py``           TRL rows and training mixtures (:func:`build_dataset`)
+``sft.py``           gold-trace SFT rows
+===================  =====================================================================
+
+Imports run one way: ``graphs`` <- ``causal`` <- ``certificates`` <- ``bayesnets``;
+``knights_knaves`` and ``clear`` read ``graphs`` and ``causal``; ``mix`` and ``sft`` sit on top. (The
+prompts' worked examples are gold traces: ``causal.prompts`` imports ``certificates.gold`` on first use.)
 """
 
 from faithgrpo.tasks.bayesnets.datasets import CausalBNConfig, CausalBNDataset

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from faithgrpo.tasks import graphs as C
+from faithgrpo.tasks.causal.answers import format_set
 from faithgrpo.tasks.certificates.claims import Claim
 from faithgrpo.tasks.graphs.ate import checked_cpts, joint_marginal
 from faithgrpo.tasks.graphs.edges import Path
@@ -155,10 +156,10 @@ def _claim_problem(ctx: ClaimContext, claim: Claim) -> str | None:
             if prefix == "directed" and not all(m == "->" for m in path.marks):
                 return f"{path} is not a directed path"
             if set(path.nodes[:1] + path.nodes[-1:]) & given:
-                return f"the given set {fmt_nodes(given)} contains an endpoint of {path}"
+                return f"the given set {format_set(given)} contains an endpoint of {path}"
             actual = "blocked" if C.path_is_blocked(g, path, given) else "open"
             if actual != status:
-                return f"{path} is {actual} given {fmt_nodes(given)}, not {status}"
+                return f"{path} is {actual} given {format_set(given)}, not {status}"
         return None
     if claim.kind == "no_path":
         x, y, prefix = a
@@ -187,7 +188,7 @@ def _claim_problem(ctx: ClaimContext, claim: Claim) -> str | None:
         if why:
             return why
         actual = ctx.desc(v) if rel == "descendants" else g.parents(v)
-        return None if actual == members else f"the {rel} of {v} are {fmt_nodes(actual)}"
+        return None if actual == members else f"the {rel} of {v} are {format_set(actual)}"
     if claim.kind == "separation":
         xs, ys, given, positive = a
         why = unknown_nodes(ctx, (*xs, *ys, *given))
@@ -201,7 +202,7 @@ def _claim_problem(ctx: ClaimContext, claim: Claim) -> str | None:
         return (
             None
             if actual == positive
-            else f"{fmt_nodes(xs)} and {fmt_nodes(ys)} are {'' if actual else 'not '}separated given {fmt_nodes(given)}"
+            else f"{format_set(xs)} and {format_set(ys)} are {'' if actual else 'not '}separated given {format_set(given)}"
         )
     if claim.kind == "prob":
         target, cond, value = a
@@ -227,8 +228,3 @@ def _claim_problem(ctx: ClaimContext, claim: Claim) -> str | None:
             return "the problem has no CPTs to compute ψ from"
         return None  # its value is checked against the certified adjustment set in _certify_ate
     return f"unknown claim kind {claim.kind!r}"
-
-
-def fmt_nodes(nodes: Iterable[str]) -> str:
-    """A node set as text, ``{A, B}`` in node order."""
-    return "{" + ", ".join(sorted(nodes, key=node_sort_key)) + "}"

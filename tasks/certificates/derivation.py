@@ -78,12 +78,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from faithgrpo.tasks import graphs as C
+from faithgrpo.tasks.causal.answers import format_set
 from faithgrpo.tasks.causal.query_kinds import QUERY_KINDS
 from faithgrpo.tasks.certificates.claim_checks import (
     ClaimContext,
     claim_probability,
     claim_verdict,
-    fmt_nodes,
     unknown_nodes,
 )
 from faithgrpo.tasks.certificates.claim_index import ClaimIndex
@@ -177,14 +177,14 @@ def _require_paths(
     if complete:
         missing = [p for p in required if p not in claimed]
         if missing:
-            return f"{what} {missing[0]} is not shown blocked given {fmt_nodes(given)}" + (
+            return f"{what} {missing[0]} is not shown blocked given {format_set(given)}" + (
                 f" (+{len(missing) - 1} more)" if len(missing) > 1 else ""
             )
         return None
     cap.applied = True
     if len(claimed) < cap.limit:
         n = cap.limit
-        return f"more than {n} {what}s exist; show at least {n} of them blocked given {fmt_nodes(given)}"
+        return f"more than {n} {what}s exist; show at least {n} of them blocked given {format_set(given)}"
     return None
 
 
@@ -205,7 +205,7 @@ def _certify_blocking(
             return f"no backdoor path from {x} to {y} exists; say so ('no backdoor path from {x} to {y}')"
         if have.separated(xs, ys, z) or (len(xs) == len(ys) == 1 and have.no_path(min(xs), min(ys), "")):
             return None
-        return f"no path joins {fmt_nodes(xs)} and {fmt_nodes(ys)}; claim they are separated given {fmt_nodes(z)}"
+        return f"no path joins {format_set(xs)} and {format_set(ys)}; claim they are separated given {format_set(z)}"
     claimed: set[Path] = set()
     for a, b in pairs:
         claimed |= have.paths("blocked", z, a, b, backdoor=backdoor)
@@ -217,7 +217,7 @@ def _certify_minimal(have: ClaimIndex, xs, ys, z, backdoor: bool) -> str | None:
         rest = z - {v}
         if not any(have.paths("open", rest, a, b, backdoor=backdoor) for a in xs for b in ys):
             kind = "backdoor path" if backdoor else "path"
-            return f"minimality: no {kind} is shown open given {fmt_nodes(rest)} (without {v})"
+            return f"minimality: no {kind} is shown open given {format_set(rest)} (without {v})"
     return None
 
 
@@ -240,8 +240,8 @@ def _certify_backdoor(have: ClaimIndex, g: CausalGraph, x: str, y: str, z: froze
         for v in sorted(g.node_set - desc - z - {x, y}, key=node_sort_key):
             if not have.paths("open", z | {v}, x, y, backdoor=True):
                 return (
-                    f"maximality: {v} is neither in {fmt_nodes(z)} nor a descendant of {x}, and no backdoor "
-                    f"path is shown open given {fmt_nodes(z | {v})}"
+                    f"maximality: {v} is neither in {format_set(z)} nor a descendant of {x}, and no backdoor "
+                    f"path is shown open given {format_set(z | {v})}"
                 )
     return None
 
@@ -261,12 +261,12 @@ def _certify_frontdoor(
         if complete:
             missing = [p for p in required if p not in claimed]
             if missing:
-                return f"directed path {missing[0]} is not shown (or does not pass through {fmt_nodes(z)})"
+                return f"directed path {missing[0]} is not shown (or does not pass through {format_set(z)})"
         else:
             cap.applied = True
             if len(claimed) < cap.limit:
                 n = cap.limit
-                return f"more than {n} directed paths exist; show {n} of them passing through {fmt_nodes(z)}"
+                return f"more than {n} directed paths exist; show {n} of them passing through {format_set(z)}"
     for v in sorted(z, key=node_sort_key):
         why = _certify_blocking(have, g, frozenset((x,)), frozenset((v,)), frozenset(), cap, backdoor=True)
         if why:
@@ -280,7 +280,7 @@ def _certify_frontdoor(
         # Z minus one member still meets (ii) and (iii); it fails only by a directed path avoiding it
         for v in sorted(z, key=node_sort_key):
             if not any(set(p.nodes[1:-1]) & z == {v} for p in have.directed(x, y)):
-                return f"minimality: no directed path from {x} to {y} is shown that meets {fmt_nodes(z)} only at {v}"
+                return f"minimality: no directed path from {x} to {y} is shown that meets {format_set(z)} only at {v}"
     if variant == "maximal":
         # a node outside Z can be added iff it meets (ii) and (iii) on its own. The (iii) claim is
         # checked in the whole graph, not with v's outgoing edges removed; the two agree unless v
@@ -334,7 +334,7 @@ def _certify_ate(
     tolerance = float(ctx.query.get("tolerance", 0.01))
     wrong = [v for v in claims if abs(v - psi) > tolerance]
     if wrong:
-        return f"ψ = {wrong[0]:g} but the adjustment formula on {fmt_nodes(z)} gives {psi:.4f}"
+        return f"ψ = {wrong[0]:g} but the adjustment formula on {format_set(z)} gives {psi:.4f}"
     decision, stated = result
     threshold = float(ctx.query["threshold"])
     if decision != (psi > threshold):
@@ -459,7 +459,7 @@ def _certify(have: ClaimIndex, ctx: ClaimContext, kind: str, q: Mapping[str, Any
         ends = {q[r] for r in ("treatment", "outcome") if isinstance(q.get(r), str)}
         ends |= _as_set(q.get("x")) | _as_set(q.get("y"))
         if z & ends:
-            return f"RESULT contains the query's own node(s) {fmt_nodes(z & ends)}"
+            return f"RESULT contains the query's own node(s) {format_set(z & ends)}"
     if kind == "backdoor_set":
         return _certify_backdoor(
             have, g, q["treatment"], q["outcome"], frozenset(value), q.get("variant", "any"), cap
@@ -476,7 +476,7 @@ def _certify(have: ClaimIndex, ctx: ClaimContext, kind: str, q: Mapping[str, Any
                 return _certify_blocking(have, g, xs, ys, given, cap)
             if any(have.paths("open", given, a, b) for a in xs for b in ys):
                 return None
-            return f"no path is shown open given {fmt_nodes(given)}"
+            return f"no path is shown open given {format_set(given)}"
         z = frozenset(value)
         why = _certify_blocking(have, g, xs, ys, z, cap)
         if why is None and q.get("variant", "any") == "minimal":

@@ -34,10 +34,11 @@ import random
 from collections.abc import Mapping
 from typing import Any
 
+from faithgrpo.tasks.causal.answers import format_set
 from faithgrpo.tasks.causal.queries import format_query, load_problem
 from faithgrpo.tasks.causal.query_kinds import QUERY_KINDS
 from faithgrpo.tasks.certificates.gold_derivations import DERIVATION_BUILDERS
-from faithgrpo.tasks.certificates.gold_style import GoldStyle, fmt_set
+from faithgrpo.tasks.certificates.gold_style import GoldStyle
 from faithgrpo.tasks.graphs.model import CausalGraph, node_sort_key
 
 __all__ = [
@@ -83,7 +84,7 @@ def _result_and_answer(kind: str, value: Any, style: GoldStyle) -> tuple[str, st
         # is the decision, sometimes with ψ.
         decision, psi, z = value
         word = "yes" if decision else "no"
-        zset = fmt_set(z)
+        zset = format_set(z)
         result = style.choice(
             (
                 f"{word}, ψ = {psi:.3f}, Z = {zset}",

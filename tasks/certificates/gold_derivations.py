@@ -14,9 +14,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from faithgrpo.tasks import graphs as C
+from faithgrpo.tasks.causal.answers import format_set
 from faithgrpo.tasks.causal.query_kinds import QUERY_KINDS
 from faithgrpo.tasks.certificates.derivation import DEFAULT_MAX_PATHS
-from faithgrpo.tasks.certificates.gold_style import GOLD_STRATEGIES, GoldStyle, fmt_set
+from faithgrpo.tasks.certificates.gold_style import GOLD_STRATEGIES, GoldStyle
 from faithgrpo.tasks.graphs.edges import Path
 from faithgrpo.tasks.graphs.model import CausalGraph, node_sort_key
 from faithgrpo.tasks.graphs.strata import stratum_table
@@ -31,7 +32,7 @@ _ALL_MARKS = ("->", "<-", "<->")
 
 def _fmt_nodes(nodes: Any) -> str:
     nodes = sorted(nodes, key=node_sort_key)
-    return nodes[0] if len(nodes) == 1 else fmt_set(nodes)
+    return nodes[0] if len(nodes) == 1 else format_set(nodes)
 
 
 def _as_set(v: Any) -> frozenset[str]:
@@ -58,7 +59,7 @@ def _is_open(g: CausalGraph, path: Path, z: frozenset[str]) -> bool:
 
 def _path_claim(g: CausalGraph, path: Path, z: frozenset[str], style: GoldStyle, prefix: str = "") -> str:
     status = "open" if _is_open(g, path, z) else "blocked"
-    claim = f"{prefix}path {path} is {status} given {fmt_set(z)}"
+    claim = f"{prefix}path {path} is {status} given {format_set(z)}"
     if status == "blocked" and style.coin(0.5):
         claim += f"; {_why_blocked(g, path, z)}"
     return claim
@@ -220,13 +221,13 @@ def _minimality_steps(
     for v in style.shuffled(sorted(z, key=node_sort_key)):
         witness = _open_witness(g, pairs, z - {v}, backdoor=backdoor)
         if witness is not None:
-            steps.append(f"{prefix}path {witness} is open given {fmt_set(z - {v})}; so {v} is needed")
+            steps.append(f"{prefix}path {witness} is open given {format_set(z - {v})}; so {v} is needed")
     return steps
 
 
 def _non_descendant_steps(g: CausalGraph, x: str, z: frozenset[str], style: GoldStyle) -> list[str]:
     if style.coin(0.5) or not z:
-        return [f"descendants of {x} = {fmt_set(g.descendants(x))}"]
+        return [f"descendants of {x} = {format_set(g.descendants(x))}"]
     return [f"{v} is not a descendant of {x}" for v in sorted(z, key=node_sort_key)]
 
 
@@ -260,7 +261,7 @@ def _valid_sets(g: CausalGraph, q: Mapping) -> list[frozenset[str]]:
 # per-kind derivations: (strategy, steps, value)
 def _backdoor_certificate(g, x, y, z, style, variant="any") -> list[str]:
     steps = (
-        [f"descendants of {x} = {fmt_set(g.descendants(x))}"]
+        [f"descendants of {x} = {format_set(g.descendants(x))}"]
         if variant == "maximal"
         else _non_descendant_steps(g, x, z, style)
     )
@@ -282,7 +283,9 @@ def _backdoor_maximality_steps(g, x, y, z, style) -> list[str]:
     for v in style.shuffled(sorted(rest, key=node_sort_key)):
         witness = _open_witness(g, [(x, y)], z | {v}, backdoor=True)
         if witness is not None:
-            steps.append(f"backdoor path {witness} is open given {fmt_set(z | {v})}; so {v} cannot be added")
+            steps.append(
+                f"backdoor path {witness} is open given {format_set(z | {v})}; so {v} cannot be added"
+            )
     return steps
 
 
@@ -294,8 +297,8 @@ def _backdoor(g, q, cpts, style):
     steps.append(
         style.choice(
             (
-                f"so {fmt_set(z)} satisfies the backdoor criterion for {x} and {y}",
-                f"hence adjusting for {fmt_set(z)} identifies the effect of {x} on {y}",
+                f"so {format_set(z)} satisfies the backdoor criterion for {x} and {y}",
+                f"hence adjusting for {format_set(z)} identifies the effect of {x} on {y}",
             )
         )
     )
@@ -319,7 +322,7 @@ def _frontdoor(g, q, cpts, style):
         for v in style.shuffled(sorted(z, key=node_sort_key)):
             path = _directed_via(g, x, v, y, z - {v})
             if path is not None:
-                steps.append(f"directed path {path}; it meets {fmt_set(z)} only at {v}, so {v} is needed")
+                steps.append(f"directed path {path}; it meets {format_set(z)} only at {v}, so {v} is needed")
     if variant == "maximal":
         for v in style.shuffled(sorted(g.node_set - z - {x, y}, key=node_sort_key)):
             witness = _open_witness(g, [(x, v)], frozenset(), backdoor=True)
@@ -329,7 +332,7 @@ def _frontdoor(g, q, cpts, style):
             witness = _open_witness(g, [(v, y)], frozenset({x}), backdoor=True)
             if witness is not None:
                 steps.append(f"backdoor path {witness} is open given {{{x}}}; so {v} breaks condition (iii)")
-    steps.append(f"so {fmt_set(z)} satisfies the front-door criterion for {x} and {y}")
+    steps.append(f"so {format_set(z)} satisfies the front-door criterion for {x} and {y}")
     return style.choice(GOLD_STRATEGIES["frontdoor_set"]), steps, z
 
 
@@ -373,7 +376,7 @@ def _pairs(q) -> list[tuple[str, str]]:
 def _separation_steps(g, q, z, style, word) -> list[str]:
     x, y = _fmt_nodes(_as_set(q["x"])), _fmt_nodes(_as_set(q["y"]))
     steps = _blocked_steps(g, _pairs(q), z, style, backdoor=False)
-    return steps or [f"{x} and {y} are {word} given {fmt_set(z)}"]
+    return steps or [f"{x} and {y} are {word} given {format_set(z)}"]
 
 
 def _separation(g, q, cpts, style):
@@ -385,7 +388,7 @@ def _separation(g, q, cpts, style):
     if q.get("variant") == "minimal":
         steps += _minimality_steps(g, _pairs(q), z, style, backdoor=False)
     sep = "d-separates" if kind == "dsep_set" else "m-separates"
-    steps.append(f"so {fmt_set(z)} {sep} {x} and {y}")
+    steps.append(f"so {format_set(z)} {sep} {x} and {y}")
     return style.choice(GOLD_STRATEGIES[kind]), steps, z
 
 
@@ -396,11 +399,11 @@ def _ci_test(g, q, cpts, style):
     word = "d-separated" if g.kind == "DAG" else "m-separated"
     if separated:
         steps = _separation_steps(g, q, given, style, word)
-        steps.append(f"every path is blocked, so {x} and {y} are {word} given {fmt_set(given)}: yes")
+        steps.append(f"every path is blocked, so {x} and {y} are {word} given {format_set(given)}: yes")
     else:
         witness = _open_witness(g, _pairs(q), given, backdoor=False)
-        steps = [] if witness is None else [f"path {witness} is open given {fmt_set(given)}"]
-        steps.append(f"so {x} and {y} are not {word} given {fmt_set(given)}: no")
+        steps = [] if witness is None else [f"path {witness} is open given {format_set(given)}"]
+        steps.append(f"so {x} and {y} are not {word} given {format_set(given)}: no")
     strategy = "d-separation" if g.kind == "DAG" else style.choice(("m-separation", "d-separation"))
     return strategy, steps, separated
 
@@ -416,7 +419,7 @@ def _directed_path(g, q, cpts, style):
         return style.choice(GOLD_STRATEGIES["directed_path"]), steps, True
     desc = g.descendants(x)
     if style.coin(0.5):
-        steps = [f"descendants of {x} = {fmt_set(desc)}", f"{y} is not among them"]
+        steps = [f"descendants of {x} = {format_set(desc)}", f"{y} is not among them"]
     else:
         steps = [f"no directed path from {x} to {y}"]
     steps.append(f"so intervening on {x} cannot change {y}: no")
@@ -461,7 +464,7 @@ def _ate(g, q, cpts, style):
     z = _pick(small or sets, style)
     zs = sorted(z, key=node_sort_key)
     steps = _backdoor_certificate(g, x, y, z, style)
-    steps.append(f"so adjust for {fmt_set(z)}")
+    steps.append(f"so adjust for {format_set(z)}")
     table = stratum_table(cpts, x, y, zs)
     terms = []
     for zv, pz, p1, p0 in table:

@@ -1,5 +1,5 @@
 """Wording of gold traces: the random (or plain) choices of a trace's wording (:class:`GoldStyle`), the
-STRATEGY names per query kind (:data:`GOLD_STRATEGIES`) and node sets as text (:func:`fmt_set`)."""
+STRATEGY names per query kind (:data:`GOLD_STRATEGIES`)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,7 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
-from faithgrpo.tasks.graphs.model import node_sort_key
-
-__all__ = ["GOLD_STRATEGIES", "GoldStyle", "fmt_set"]
+__all__ = ["GOLD_STRATEGIES", "GoldStyle"]
 
 #: STRATEGY wordings per query kind; the first is the plain (worked-example) one.
 GOLD_STRATEGIES = {
@@ -45,8 +43,3 @@ class GoldStyle:
         if not self.plain:
             self.rng.shuffle(out)
         return out
-
-
-def fmt_set(nodes: Any) -> str:
-    """``{A, B}``: the nodes sorted by :func:`~faithgrpo.tasks.graphs.model.node_sort_key`."""
-    return "{" + ", ".join(sorted(nodes, key=node_sort_key)) + "}"

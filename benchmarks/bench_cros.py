@@ -219,7 +219,9 @@ def fsdp2_worker(args) -> None:
     rank = dist.get_rank()
     model, tok, name = load(args)
     full_bytes = _param_bytes(model.parameters())
-    torch.manual_seed(args.seed)  # a non-zero adapter, as after a warm start: the initial adapter is swapped in
+    torch.manual_seed(
+        args.seed
+    )  # a non-zero adapter, as after a warm start: the initial adapter is swapped in
     policy = get_peft_model(
         model, LoraConfig(r=16, target_modules=["q_proj", "v_proj"], init_lora_weights=False)
     )

@@ -69,7 +69,9 @@ def main(script_args, training_args, model_args, callbacks: list | None = None):
     adapter = run_warm_start(
         script_args, training_args, model_args, sft_script=SFT_SCRIPT, search_dirs=SEARCH_DIRS
     )
-    cros = reward_funcs[script_args.reward_funcs.index("cros")] if "cros" in script_args.reward_funcs else None
+    cros = (
+        reward_funcs[script_args.reward_funcs.index("cros")] if "cros" in script_args.reward_funcs else None
+    )
     if cros is not None and adapter is not None and cros.is_bound and cros.model is None:
         # A separately loaded reference is the initial policy only with the warm-start adapter on it.
         cros.reference_adapter = adapter

@@ -91,7 +91,9 @@ def main() -> None:
     live_deltas = [s.delta for s in live.compute_deltas(zip(prompts, completions))]
 
     policy.reshard()  # the FSDP2 root keeps its parameters gathered after a forward until resharded
-    snapshot = cros.scorer.context_factory if isinstance(cros.scorer.context_factory, InitialWeights) else None
+    snapshot = (
+        cros.scorer.context_factory if isinstance(cros.scorer.context_factory, InitialWeights) else None
+    )
     out = {
         "rank": rank,
         "mode": mode,

@@ -27,7 +27,15 @@ WORKER = Path(__file__).with_name("sharded_cros_worker.py")
 
 def run_ranks(tmp_path: Path, init: str) -> list[dict]:
     env = {**os.environ, "CROS_OUT": str(tmp_path), "CROS_INIT": init, "OMP_NUM_THREADS": "1"}
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", str(WORKER)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node",
+        "2",
+        str(WORKER),
+    ]
     proc = run_with_deadline(cmd, env=env, timeout=300)
     assert proc.returncode == 0, proc.log()
     return [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(2)]

@@ -318,7 +318,12 @@ _CLEAR_MODULES = (
 
 @pytest.mark.parametrize(
     "modules",
-    [("graphs.edges", "graphs.model", "graphs.families"), _CRITERIA_MODULES, _QUERIES_MODULES, _CLEAR_MODULES],
+    [
+        ("graphs.edges", "graphs.model", "graphs.families"),
+        _CRITERIA_MODULES,
+        _QUERIES_MODULES,
+        _CLEAR_MODULES,
+    ],
     ids=["graph", "criteria", "queries", "clear"],
 )
 def test_docstring_examples(modules):

@@ -216,8 +216,16 @@ def test_accelerate_config_loads_and_cros_needs_own_reference_when_sharded(recip
     zero3 = str(ROOT / "recipes" / "configs" / "qwen2.5-3b-instruct-zero3.yaml")
     zero3_lora = recipe.parse_args(["--config", zero3, "--use_cpu", "true"])
     own_ref = recipe.parse_args(
-        ["--config", zero3, "--use_cpu", "true", "--use_peft", "false"]
-        + ["--cros_reference", "Qwen/Qwen2.5-3B-Instruct"]
+        [
+            "--config",
+            zero3,
+            "--use_cpu",
+            "true",
+            "--use_peft",
+            "false",
+            "--cros_reference",
+            "Qwen/Qwen2.5-3B-Instruct",
+        ]
     )
     env = _accelerate_env(config)
     for key in [k for k in os.environ if k.startswith("ACCELERATE_")]:

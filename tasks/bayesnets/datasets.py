@@ -30,20 +30,19 @@ Rows are deterministic per (seed, index).
 from __future__ import annotations
 
 import functools
-import json
 import random
 from dataclasses import dataclass
 from typing import Any
 
 import reasoning_gym
-from reasoning_gym.dataset import ProceduralDataset
 from reasoning_gym.factory import DATASETS
 
 from faithgrpo.tasks import graphs as C
 from faithgrpo.tasks.bayesnets.ate import ate_candidates, coding_text, cpt_lines, reduce_for_ate
 from faithgrpo.tasks.bayesnets.networks import DEFAULT_NETWORKS, NETWORKS, BayesNet, load_network
+from faithgrpo.tasks.causal.datasets import CausalProblemDataset
 from faithgrpo.tasks.causal.prompts import answer_format, graph_description, problem_text, question_text
-from faithgrpo.tasks.causal.queries import format_query, grade_answer
+from faithgrpo.tasks.causal.queries import format_query
 from faithgrpo.tasks.causal.query_builders import BUILDERS
 from faithgrpo.tasks.causal.query_kinds import QUERY_KINDS
 from faithgrpo.tasks.causal.stories import story_text
@@ -334,41 +333,20 @@ def make_bn_problem(config: CausalBNConfig, rng: random.Random) -> tuple[dict, s
     return problem, qk.format_answer(value), info
 
 
-class CausalBNDataset(ProceduralDataset):
+class CausalBNDataset(CausalProblemDataset):
     """reasoning-gym dataset ``causal_bn``: causal questions on published Bayesian networks.
 
-    Entries: ``question`` (the problem text), ``answer`` (one valid answer), ``metadata`` with
-    ``source_dataset``, ``source_index``, ``problem`` (DESIGN §4 JSON string), ``query_kind``,
-    ``network``, ``mode``, ``coding`` (``ate``: what 1 and 0 stand for) and ``difficulty``.
+    Metadata beyond :class:`~faithgrpo.tasks.causal.datasets.CausalProblemDataset`'s: ``network``,
+    ``mode`` and ``coding`` (``ate``: what 1 and 0 stand for).
     """
 
     DATASET_NAME = "causal_bn"
 
-    def __init__(self, config: CausalBNConfig):
-        super().__init__(config=config, seed=config.seed, size=config.size)
+    def make(self, rng: random.Random) -> tuple[dict[str, Any], str, dict[str, Any]]:
+        return make_bn_problem(self.config, rng)
 
-    def __getitem__(self, idx: int) -> dict[str, Any]:
-        rng = random.Random(f"{self.DATASET_NAME}:{self.seed}:{idx}")
-        problem, answer, info = make_bn_problem(self.config, rng)
-        return {
-            "question": problem["text"],
-            "answer": answer,
-            "metadata": {
-                "source_dataset": self.DATASET_NAME,
-                "source_index": idx,
-                "problem": json.dumps(problem, ensure_ascii=False),
-                "query_kind": info["kind"],
-                "network": info["network"],
-                "mode": info["mode"],
-                "coding": info["coding"],
-                "difficulty": {"n_nodes": info["n_nodes"], "n_edges": info["n_edges"]},
-            },
-        }
-
-    def score_answer(self, answer: str | None, entry: dict[str, Any]) -> float:
-        """1.0 when ``answer`` satisfies the graph predicate of the entry's problem, else 0.0."""
-        problem = (entry.get("metadata") or {}).get("problem")
-        return 1.0 if problem is not None and grade_answer(problem, answer) else 0.0
+    def extra_metadata(self, problem: dict[str, Any], info: dict[str, Any]) -> dict[str, Any]:
+        return {"network": info["network"], "mode": info["mode"], "coding": info["coding"]}
 
 
 def _register() -> None:

@@ -263,23 +263,30 @@ def make_problem(config: CausalGraphConfig, rng: random.Random) -> tuple[dict, s
     return problem, answer, info
 
 
-class CausalGraphDataset(ProceduralDataset):
-    """reasoning-gym dataset ``causal_graph``: causal questions over a supplied edge list.
+class CausalProblemDataset(ProceduralDataset):
+    """Shared body of the causal reasoning-gym datasets: one problem per index, graded by its predicate.
 
-    Entries: ``question`` (the problem text), ``answer`` (one valid answer), ``metadata`` with
-    ``source_dataset``, ``source_index``, ``problem`` (DESIGN §4 JSON string), ``query_kind``,
-    ``family``, ``mode`` and ``difficulty``.
+    A subclass names ``DATASET_NAME`` and implements :meth:`make` (problem, answer, info for one seeded
+    ``rng``) and :meth:`extra_metadata` (its own metadata fields). Entries: ``question`` (the problem
+    text), ``answer`` (one valid answer), ``metadata`` with ``source_dataset``, ``source_index``,
+    ``problem`` (DESIGN §4 JSON string), ``query_kind``, ``mode``, ``difficulty`` and the extras.
     """
 
-    DATASET_NAME = "causal_graph"
+    DATASET_NAME = ""
 
-    def __init__(self, config: CausalGraphConfig):
+    def __init__(self, config):
         super().__init__(config=config, seed=config.seed, size=config.size)
+
+    def make(self, rng: random.Random) -> tuple[dict[str, Any], str, dict[str, Any]]:
+        raise NotImplementedError(f"{type(self).__name__} must implement make(rng)")
+
+    def extra_metadata(self, problem: dict[str, Any], info: dict[str, Any]) -> dict[str, Any]:
+        return {}
 
     def __getitem__(self, idx: int) -> dict[str, Any]:
         # String seeds hash with SHA-512: stable across runs and distinct per dataset, unlike seed + idx.
         rng = random.Random(f"{self.DATASET_NAME}:{self.seed}:{idx}")
-        problem, answer, info = make_problem(self.config, rng)
+        problem, answer, info = self.make(rng)
         return {
             "question": problem["text"],
             "answer": answer,
@@ -288,9 +295,7 @@ class CausalGraphDataset(ProceduralDataset):
                 "source_index": idx,
                 "problem": json.dumps(problem, ensure_ascii=False),
                 "query_kind": info["kind"],
-                "family": info["family"],
-                "mode": problem["mode"],
-                "theme": info["theme"],
+                **self.extra_metadata(problem, info),
                 "difficulty": {"n_nodes": info["n_nodes"], "n_edges": info["n_edges"]},
             },
         }
@@ -299,6 +304,21 @@ class CausalGraphDataset(ProceduralDataset):
         """1.0 when ``answer`` satisfies the graph predicate of the entry's problem, else 0.0."""
         problem = (entry.get("metadata") or {}).get("problem")
         return 1.0 if problem is not None and grade_answer(problem, answer) else 0.0
+
+
+class CausalGraphDataset(CausalProblemDataset):
+    """reasoning-gym dataset ``causal_graph``: causal questions over a supplied edge list.
+
+    Metadata beyond :class:`CausalProblemDataset`'s: ``family``, ``mode`` and ``theme``.
+    """
+
+    DATASET_NAME = "causal_graph"
+
+    def make(self, rng: random.Random) -> tuple[dict[str, Any], str, dict[str, Any]]:
+        return make_problem(self.config, rng)
+
+    def extra_metadata(self, problem: dict[str, Any], info: dict[str, Any]) -> dict[str, Any]:
+        return {"family": info["family"], "mode": problem["mode"], "theme": info["theme"]}
 
 
 class CausalStoryDataset(CausalGraphDataset):

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from faithgrpo.eval.generation.settings import BACKENDS, DEFAULT_THREADS, ENGINES
-from faithgrpo.eval.metrics.bestofk import BestOfKResult, Candidate, Pool, run_selection
+from faithgrpo.eval.metrics.bestofk import DEFAULT_SUBSETS, BestOfKResult, Candidate, Pool, run_selection
 from faithgrpo.eval.report.options import int_list, name_list, option
 
 __all__ = [
@@ -92,7 +92,7 @@ class ClearBestOfKConfig:
     ks: tuple[int, ...] = option(
         (1, 2, 4, 8, 16, 32), flag="--k", type=int_list, help="K values, e.g. 1,2,4,8,16,32"
     )
-    subsets: int = option(16, help="seeded K-subsets per question when K < G")
+    subsets: int = option(DEFAULT_SUBSETS, help="seeded K-subsets per question when K < G")
     temperature: float = option(1.0, help="sampling temperature")
     top_p: float = option(1.0, help="nucleus sampling mass")
     max_new_tokens: int = option(512, help="generation budget per completion")

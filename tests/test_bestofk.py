@@ -114,3 +114,19 @@ def test_same_inputs_same_report():
     pools = [Pool(f"q{i}", "s", (BAD, GOOD, LISTED, BAD)) for i in range(5)]
     first = run_selection(pools, [1, 2, 4], subsets=8, seed=7).to_dict()
     assert first == run_selection(pools, [1, 2, 4], subsets=8, seed=7).to_dict()
+
+
+def test_both_best_of_k_commands_draw_the_same_default_number_of_subsets():
+    # issue 32: `faithgrpo eval` drew 8 K-subsets per prompt, `faithgrpo clear-bestofk` 16, the library 16
+    import dataclasses
+    import inspect
+
+    from faithgrpo.eval.clear_bestofk import ClearBestOfKConfig
+    from faithgrpo.eval.report.config import EvalConfig
+
+    defaults = {
+        "eval": {f.name: f.default for f in dataclasses.fields(EvalConfig)}["best_of_k_subsets"],
+        "clear-bestofk": {f.name: f.default for f in dataclasses.fields(ClearBestOfKConfig)}["subsets"],
+        "run_selection": inspect.signature(run_selection).parameters["subsets"].default,
+    }
+    assert set(defaults.values()) == {16}, defaults

@@ -202,11 +202,15 @@ def _audit_draw(
         tally["calver_valid_despite_plurality"] += calver.valid
 
 
+# Seeded K-subsets drawn per prompt and K: one default for `faithgrpo eval` and `faithgrpo clear-bestofk`.
+DEFAULT_SUBSETS = 16
+
+
 def run_selection(
     pools: Sequence[Pool],
     ks: Sequence[int],
     *,
-    subsets: int = 16,
+    subsets: int = DEFAULT_SUBSETS,
     seed: int = 0,
     n_bootstrap: int = 1000,
     confidence: float = 0.95,

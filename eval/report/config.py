@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from faithgrpo.eval.generation.settings import BACKENDS, DEFAULT_THREADS, ENGINES  # torch-free at import
+from faithgrpo.eval.metrics.bestofk import DEFAULT_SUBSETS
 from faithgrpo.eval.metrics.hint_detection import HINT_TYPES, parse_hint_types
 from faithgrpo.eval.metrics.hint_scores import MIN_SWITCHED
 from faithgrpo.eval.metrics.judge import JUDGE_AGGREGATIONS
@@ -134,7 +135,9 @@ class EvalConfig:
     best_of_k: bool = option(
         True, flag="--no-best-of-k", negate=True, help="skip the best-of-K selection report"
     )
-    best_of_k_subsets: int = option(8, help="random K-subsets of the G samples per prompt and K (best-of-K)")
+    best_of_k_subsets: int = option(
+        DEFAULT_SUBSETS, help="random K-subsets of the G samples per prompt and K (best-of-K)"
+    )
     temperature: float = option(1.0, help="sampling temperature")
     top_p: float = option(1.0, help="nucleus sampling mass")
     max_new_tokens: int = option(512, help="generation budget per completion")

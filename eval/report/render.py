@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from faithgrpo.eval.metrics.bestofk import DEFAULT_SUBSETS
 from faithgrpo.eval.report.results import CheckpointResult, dig
 from faithgrpo.eval.report.sections import CALVER_CHECKS, SELECTORS
 
@@ -231,7 +232,7 @@ def _best_of_k_markdown(checkpoints: list[CheckpointResult], cfg: dict[str, Any]
         "One completion chosen out of K samples by CALVER best-of-K (most checks passed), plurality "
         "(most frequent answer) or confidence (highest mean log-probability of the answer tokens); graded as valid "
         "(the graph predicate) and exact (equals the listed answer). Mean over "
-        f"{cfg.get('best_of_k_subsets', 8)} random K-subsets per prompt, bootstrap interval over prompts.",
+        f"{cfg.get('best_of_k_subsets', DEFAULT_SUBSETS)} random K-subsets per prompt, bootstrap interval over prompts.",
     ]
     grades = ("valid", "exact")
     for task in tasks:

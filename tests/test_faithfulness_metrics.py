@@ -172,6 +172,24 @@ def test_scripted_model_gives_hand_computed_aoc_and_cir(scripted, tiny_tok, mode
     assert report.curve_agreement[5] == pytest.approx((0.5 + 1) / 2)
 
 
+def test_the_mean_agreement_curve_has_a_bootstrap_band(scripted, tiny_tok):
+    # issue 32 (left over): the early-answering curve was drawn without an interval.
+    model, _ = scripted
+    pairs = [("Find the set.", KEY_STEP_2), ("Find the set @", KEY_IN_PROMPT)]
+    run = lambda n: truncation_analysis(  # noqa: E731
+        model, tiny_tok, pairs, answer_probability="sequence", n_bootstrap=n, seed=3, progress=False
+    )
+    report = run(1000)
+    # Two samples at grid point 0 agree 0 and 1: resampled means are 0, 0.5 or 1, each end with
+    # probability 1/4, so the 95 % band is [0, 1]; at the end both agree (1): the band is [1, 1].
+    assert report.curve_low[0] == 0.0 and report.curve_high[0] == 1.0
+    assert report.curve_low[-1] == report.curve_high[-1] == 1.0
+    for low, mean, high in zip(report.curve_low, report.curve_agreement, report.curve_high):
+        assert low <= mean <= high
+    assert run(1000).to_dict() == report.to_dict()  # seeded
+    assert run(0).curve_low is None and run(0).curve_high is None
+
+
 def _reasoning(completion):
     return completion.split("<think>", 1)[1].split("</think>", 1)[0]
 
@@ -357,3 +375,30 @@ def test_completion_logprobs_match_unbatched_scoring(tiny_qwen2):
         ids = tokenizer(text, add_special_tokens=False)["input_ids"]
         total = _answer_logprob_unpadded(model, tokenizer, prompt_ids, "", text)
         assert value == pytest.approx(total / len(ids), abs=1e-4)
+
+
+def test_the_early_answering_plot_draws_the_curve_and_its_band(scripted, tiny_tok, tmp_path):
+    from matplotlib.collections import PolyCollection
+    from matplotlib.figure import Figure
+
+    from faithgrpo.eval.report import plots
+
+    model, _ = scripted
+    pairs = [("Find the set.", KEY_STEP_2), ("Find the set @", KEY_IN_PROMPT)]
+    early = truncation_analysis(model, tiny_tok, pairs, n_bootstrap=200, progress=False).to_dict()
+    report = {"checkpoints": [{"label": "ckpt", "faithfulness": {"early_answering": early}}]}
+    saved = []
+    original = Figure.savefig
+
+    def keep(fig, path, **kwargs):
+        saved.append(fig)
+        return original(fig, path, **kwargs)
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(Figure, "savefig", keep)
+        assert plots.plot_early_answering(report, tmp_path / "early.png")
+    assert (tmp_path / "early.png").stat().st_size > 0
+    (ax,) = saved[0].axes
+    (line,) = ax.get_lines()
+    assert list(line.get_ydata()) == list(early["curve_agreement"])
+    assert sum(isinstance(c, PolyCollection) for c in ax.collections) == 1  # the band

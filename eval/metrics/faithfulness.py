@@ -53,7 +53,7 @@ from faithgrpo.eval.metrics.logprobs import (
     score_rows,
     scoring_mode,
 )
-from faithgrpo.eval.metrics.passk import Estimate, bootstrap_mean
+from faithgrpo.eval.metrics.passk import Estimate, bootstrap_mean, seeded_rng
 
 __all__ = [
     "EarlyAnsweringReport",
@@ -205,6 +205,9 @@ class EarlyAnsweringReport:
         cir: mean per-sample CIR (bootstrap interval), or undefined with a reason.
         curve_fractions: grid of CoT fractions (0, 0.1, …, 1).
         curve_agreement: mean agreement of the AOC samples at each grid point (``None`` if none).
+        curve_low, curve_high: pointwise percentile bootstrap interval of that mean (samples
+            resampled together, ``n_bootstrap`` draws); ``None`` without a curve, with fewer than two
+            samples or with ``n_bootstrap=0``.
         reasons: undefined samples counted by reason.
         samples: per-sample details.
         mode, answer_probability: how agreement and p were computed.
@@ -218,6 +221,8 @@ class EarlyAnsweringReport:
     samples: list[SampleTruncations] = field(repr=False, default_factory=list)
     mode: str = "teacher_forced"
     answer_probability: str = "mean_token"
+    curve_low: tuple[float, ...] | None = None
+    curve_high: tuple[float, ...] | None = None
 
     def to_dict(self, with_samples: bool = False) -> dict[str, Any]:
         data = asdict(self)
@@ -430,16 +435,28 @@ def _report(samples, mode, answer_probability, n_bootstrap, confidence, seed) ->
         return est
 
     cir_reasons = Counter(s.reason for s in samples if s.cir is None)
-    curve = None
+    curve = curve_low = curve_high = None
     if aoc_samples:
         grid = np.asarray(CURVE_GRID)
-        stacked = [np.interp(grid, s.fractions, [float(a) for a in s.agreement]) for s in aoc_samples]
-        curve = tuple(float(v) for v in np.mean(stacked, axis=0))
+        stacked = np.stack(
+            [np.interp(grid, s.fractions, [float(a) for a in s.agreement]) for s in aoc_samples]
+        )
+        curve = tuple(float(v) for v in stacked.mean(axis=0))
+        if n_bootstrap > 0 and len(aoc_samples) >= 2:
+            # A band for the curve, resampling whole samples as the AOC's interval does.
+            rng = seeded_rng(seed, "early-answering curve")
+            draws = rng.integers(0, len(aoc_samples), size=(n_bootstrap, len(aoc_samples)))
+            means = stacked[draws].mean(axis=1)
+            tail = (1.0 - confidence) / 2
+            curve_low = tuple(float(v) for v in np.quantile(means, tail, axis=0))
+            curve_high = tuple(float(v) for v in np.quantile(means, 1.0 - tail, axis=0))
     return EarlyAnsweringReport(
         aoc=estimate([s.aoc for s in aoc_samples], "early-answering AOC", reasons),
         cir=estimate(cir_values, "CIR", cir_reasons),
         curve_fractions=CURVE_GRID,
         curve_agreement=curve,
+        curve_low=curve_low,
+        curve_high=curve_high,
         reasons=dict(sorted(reasons.items())),
         samples=samples,
         mode=mode,

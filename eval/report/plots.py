@@ -208,7 +208,10 @@ def plot_best_of_k(report: dict[str, Any], path: Path) -> bool:
 
 
 def plot_early_answering(report: dict[str, Any], path: Path) -> bool:
-    """Agreement with the full-CoT answer against the share of reasoning kept; ``False`` (no file) without a curve."""
+    """Agreement with the full-CoT answer against the share of reasoning kept, with its bootstrap band.
+
+    ``False`` (no file) without a curve.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -221,6 +224,11 @@ def plot_early_answering(report: dict[str, Any], path: Path) -> bool:
         curve = early.get("curve_agreement")
         if curve:
             ax.plot(early["curve_fractions"], curve, label=c.label, **_style(i))
+            if early.get("curve_low") and early.get("curve_high"):
+                ax.fill_between(
+                    early["curve_fractions"], early["curve_low"], early["curve_high"],
+                    color=_style(i)["color"], alpha=0.15, linewidth=0,
+                )  # fmt: skip
             drawn = True
     if drawn:
         ax.set_xlabel("fraction of reasoning steps kept")

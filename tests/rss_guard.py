@@ -42,6 +42,7 @@ except ImportError:  # not on Windows
 BUDGET_ENV = "FAITHGRPO_TEST_RSS_BUDGET_GB"
 DEFAULT_BUDGET_GB = 4.0
 SAMPLE_INTERVAL_S = 0.05
+RU_MAXRSS_MARGIN = 32 << 20  # bytes: a child's ru_maxrss must exceed pytest's own mark by this much
 GIB = 2**30
 
 
@@ -64,8 +65,9 @@ def _children_peak() -> int | None:
     return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
 
 
-def _descendants() -> list[int]:
-    """Process ids of this process's children, theirs, and so on (empty where /proc lacks them)."""
+def _descendants() -> list[tuple[int, int | str]]:
+    """(pid, parent pid) of this process's children, theirs, and so on (empty where /proc lacks them);
+    this process is the parent ``"self"``."""
     found, todo = [], ["self"]
     while todo:
         pid = todo.pop()
@@ -75,15 +77,38 @@ def _descendants() -> list[int]:
                     kids = [int(k) for k in f.read().split()]
             except (OSError, ValueError):  # the thread or process ended meanwhile
                 continue
-            found += kids
+            found += [(kid, pid) for kid in kids]
             todo += kids
     return found
 
 
-def _descendants_peak() -> int:
-    """The largest own high-water mark (``VmHWM``) among the live descendants, in bytes."""
-    marks = (_status_kib(f"/proc/{pid}/status", "VmHWM") for pid in _descendants())
-    return max((kib * 1024 for kib in marks if kib is not None), default=0)
+class _DescendantMarks:
+    """Each descendant's latest own high-water mark (``VmHWM``), kept after it ends; `update` reads.
+
+    The latest reading of a process counts, not its largest: a child spawned by ``vfork`` shares its
+    parent's memory until its ``exec``, and a reading in that window shows the parent's mark as the
+    child's (seen on a loaded machine: 0.33 GiB reported for a 0.1 GiB child of a 0.33 GiB pytest).
+    Such a reading equals the parent's own mark read right after it, so it is skipped; and after the
+    ``exec`` the mark is the child's own and only grows, so a later reading replaces an earlier one.
+    """
+
+    def __init__(self) -> None:
+        self.last: dict[int, int] = {}
+        self._lock = threading.Lock()  # the sampler thread and the hooks both read
+
+    def update(self) -> int:
+        for pid, parent in _descendants():
+            kib = _status_kib(f"/proc/{pid}/status", "VmHWM")
+            if kib is None or kib == _status_kib(f"/proc/{parent}/status", "VmHWM"):
+                continue  # ended meanwhile, or still sharing its parent's memory (before exec)
+            with self._lock:
+                self.last[pid] = kib * 1024
+        return self.peak()
+
+    def peak(self) -> int:
+        """The largest latest mark among the descendants seen, in bytes."""
+        with self._lock:
+            return max(self.last.values(), default=0)
 
 
 def _gib(n: int) -> str:
@@ -153,6 +178,7 @@ class RssGuard:
         self.peaks: dict[str, int] = {}  # test id -> peak RSS of the pytest process over the test
         self.child_peaks: dict[str, int] = {}  # test id -> its largest subprocess's peak RSS
         self._sampler: _Sampler | None = None  # from a test's setup to the end of its teardown
+        self._marks = _DescendantMarks()
         self._children_before: int | None = None
 
     # -- measurement ---------------------------------------------------------------------------------
@@ -187,7 +213,7 @@ class RssGuard:
     def _reading(self) -> tuple[int, int]:
         """(this process's RSS when sampling, else 0; the descendants' largest peak) now."""
         own = 0 if self.method.startswith("VmHWM") else (self._rss() or 0)
-        return own, _descendants_peak()
+        return own, self._marks.update()
 
     def _own_peak(self) -> int:
         """This process's peak since the test began."""
@@ -203,6 +229,7 @@ class RssGuard:
             self._children_before = _children_peak()
             if self.method.startswith("VmHWM"):
                 self._reset_hwm()
+            self._marks = _DescendantMarks()
             self._sampler = _Sampler(self._reading)  # runs until the end of teardown
         return (yield)
 
@@ -228,13 +255,16 @@ class RssGuard:
         finally:
             if self._sampler is not None:
                 own = self._own_peak()
-                children = self._sampler.stop()[1]
+                self._sampler.stop()
+                children = self._marks.peak()  # latest marks: the sampler's maximum may hold a vfork window
                 self._sampler = None
                 self.peaks[item.nodeid] = max(own, self.peaks.get(item.nodeid, 0))
-                # a child that ended between samples: its ru_maxrss, where it is more than the
-                # pytest process's own mark (which every child's ru_maxrss starts from)
+                # a child that ended between samples: its ru_maxrss, where it is clearly more than the
+                # pytest process's own mark (which every child's ru_maxrss starts from; the kernel's
+                # per-CPU RSS counters make the two marks differ by a few pages)
                 after, before = _children_peak(), self._children_before
-                if after is not None and before is not None and after > max(before, self._hwm() or 0):
+                floor = max(before or 0, self._hwm() or 0) + RU_MAXRSS_MARGIN
+                if after is not None and before is not None and after > floor:
                     children = max(children, after)
                 if children:
                     self.child_peaks[item.nodeid] = children

@@ -11,7 +11,8 @@ import time
 from pathlib import Path
 
 import pytest
-from rss_guard import RssGuard, _Sampler
+import rss_guard
+from rss_guard import RssGuard, _DescendantMarks, _Sampler
 
 pytest_plugins = ["pytester"]
 
@@ -142,6 +143,46 @@ def test_the_sampler_keeps_a_spike_between_quiet_readings():
         time.sleep(0.01)
     assert sampler.samples >= 4
     assert sampler.stop() == [900, 7]
+
+
+def test_a_child_still_sharing_its_parent_s_memory_is_not_read_as_its_own(monkeypatch):
+    # A child spawned by vfork shows its parent's VmHWM until its exec; on a loaded CI machine a
+    # sample in that window reported pytest's 0.33 GiB for a 0.1 GiB child. Fake /proc: three rounds.
+    tree = [[(11, "self"), (12, 11)], [(11, "self"), (12, 11)], [(11, "self")]]
+    status = [
+        {"self": 330, 11: 330, 12: 50},  # 11 in its vfork window (= pytest's mark), 12 its own 50
+        {"self": 330, 11: 100, 12: 70},  # 11 after exec: 100; 12 grew to 70
+        {"self": 330, 11: 100},  # 12 ended: its last mark stays
+    ]
+    rounds = iter(range(3))
+    current = {}
+    monkeypatch.setattr(rss_guard, "_descendants", lambda: tree[current.setdefault("r", next(rounds))])
+    monkeypatch.setattr(
+        rss_guard,
+        "_status_kib",
+        lambda path, field: status[current["r"]].get(
+            "self" if path == "/proc/self/status" else int(path.split("/")[2])
+        ),
+    )
+    marks = _DescendantMarks()
+    expected = [50, 100, 100]  # KiB; never 330
+    for want in expected:
+        current.clear()
+        assert marks.update() == want * 1024
+    assert marks.last == {11: 100 * 1024, 12: 70 * 1024}
+
+
+def test_a_later_reading_replaces_an_earlier_one(monkeypatch):
+    # VmHWM only grows within one memory image, so a lower later reading means the earlier one was
+    # not the child's own (a pre-exec window whose parent mark moved between the two reads)
+    readings = iter([400, 120])
+    monkeypatch.setattr(rss_guard, "_descendants", lambda: [(21, "self")])
+    monkeypatch.setattr(
+        rss_guard, "_status_kib", lambda path, field: 10 if path == "/proc/self/status" else next(readings)
+    )
+    marks = _DescendantMarks()
+    assert marks.update() == 400 * 1024
+    assert marks.update() == 120 * 1024
 
 
 def test_this_suite_runs_under_the_guard(request):

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import itertools
 import json
-import time
 from collections.abc import Mapping
 
 import pytest
+from cpu_clock import cpu_clock
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -754,9 +754,9 @@ def assert_clean_failure(score: CalverScore, must_fail: set[str]):
 
 def timed(fn, *args, **kwargs):
     """``fn``'s result and this thread's CPU seconds for it (a loaded machine does not inflate them)."""
-    start = time.thread_time()
-    out = fn(*args, **kwargs)
-    return out, time.thread_time() - start
+    with cpu_clock() as clock:
+        out = fn(*args, **kwargs)
+    return out, clock.elapsed
 
 
 ADVERSARIAL = {

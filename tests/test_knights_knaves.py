@@ -7,13 +7,13 @@ import itertools
 import json
 import random
 import re
-import time
 from collections import Counter
 from typing import NamedTuple
 
 import numpy as np
 import pytest
 import reasoning_gym
+from cpu_clock import cpu_clock
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from reasoning_gym.logic.knights_knaves import VALID_ROLES, KnightsKnavesDataset
@@ -1343,13 +1343,13 @@ def test_huge_derivations_fail_quickly_without_raising():
     for name, derivation in cases.items():
         text = f"<think>\nDERIVATION:\n{derivation}\nASSIGNMENT: P0=knight\n</think><answer>x</answer>"
         for max_chars in (kk.MAX_TRACE_CHARS, 3_000_000):
-            start = time.thread_time()  # this thread's CPU time: other jobs on the machine do not count
-            check = check_kk_trace(text, puzzle, max_chars=max_chars)
-            assert time.thread_time() - start < 1.0, name
+            with cpu_clock() as clock:
+                check = check_kk_trace(text, puzzle, max_chars=max_chars)
+            assert clock.elapsed < 1.0, name
             assert not check.derivation and check.reasons
-        start = time.thread_time()
-        remaining, why = certify_claims(derivation, puzzle)  # the claim checker alone, without the slot cap
-        assert time.thread_time() - start < 2.0, name
+        with cpu_clock() as clock:
+            remaining, why = certify_claims(derivation, puzzle)  # the claim checker alone, no slot cap
+        assert clock.elapsed < 2.0, name
         if name == "within_caps":  # every claim true and cited, but most assignments are left open
             assert why is None and remaining.bit_count() > 1
         else:
@@ -1626,9 +1626,9 @@ ADVERSARIAL = {
 
 @pytest.mark.parametrize("name", sorted(ADVERSARIAL))
 def test_adversarial_input_fails_quickly_without_raising(name):
-    start = time.thread_time()  # this thread's CPU time: other jobs on the machine do not count
-    check = check_kk_trace(ADVERSARIAL[name], META2)
-    elapsed = time.thread_time() - start
+    with cpu_clock() as clock:
+        check = check_kk_trace(ADVERSARIAL[name], META2)
+    elapsed = clock.elapsed
     assert elapsed < 1.0, f"{name} took {elapsed:.2f}s"
     assert not check.passed
     assert check.reasons

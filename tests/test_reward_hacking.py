@@ -41,10 +41,10 @@ import itertools
 import json
 import random
 import re
-import time
 from collections import Counter
 
 import pytest
+from cpu_clock import cpu_clock
 
 from faithgrpo.rewards.calver.reward import score_trace
 from faithgrpo.rewards.trace import parse_trace
@@ -1172,9 +1172,9 @@ def test_huge_inputs_fail_fast():
             ),
         }
         for name, text in attacks.items():
-            t0 = time.thread_time()  # this thread's CPU time: other jobs on the machine do not count
-            s = score_trace(text, p)
-            assert time.thread_time() - t0 < 2.0, (label, name)
+            with cpu_clock() as clock:
+                s = score_trace(text, p)
+            assert clock.elapsed < 2.0, (label, name)
             if name == "claim_repeated_to_the_cap" and p["query"]["kind"] == "directed_path":
                 continue  # "descendants of X" without Y is directed_path's certificate for "no"
             assert not s.passed, show(f"{label} {name}", text[:3000], s)

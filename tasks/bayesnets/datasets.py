@@ -40,7 +40,7 @@ from reasoning_gym.factory import DATASETS
 from faithgrpo.tasks import graphs as C
 from faithgrpo.tasks.bayesnets.ate import ate_candidates, coding_text, cpt_lines, reduce_for_ate
 from faithgrpo.tasks.bayesnets.networks import DEFAULT_NETWORKS, NETWORKS, BayesNet, load_network
-from faithgrpo.tasks.causal.datasets import CausalProblemDataset
+from faithgrpo.tasks.causal.datasets import CausalProblemDataset, check_query_settings
 from faithgrpo.tasks.causal.prompts import answer_format, graph_description, problem_text, question_text
 from faithgrpo.tasks.causal.queries import format_query
 from faithgrpo.tasks.causal.query_builders import BUILDERS
@@ -133,17 +133,7 @@ class CausalBNConfig:
                 )
         if not isinstance(self.modes, tuple) or not self.modes or any(m not in _MODES for m in self.modes):
             raise ValueError(f"modes must be a non-empty subset of {_MODES}, got {self.modes!r}")
-        if not self.set_variants or any(v not in ("any", "minimal") for v in self.set_variants):
-            raise ValueError(
-                f"set_variants must be a non-empty subset of ('any', 'minimal'), got {self.set_variants!r} "
-                "('maximal' has a unique answer, so it cannot give find-one queries with several answers)"
-            )
-        if (
-            isinstance(self.ate_margin, bool)
-            or not isinstance(self.ate_margin, (int, float))
-            or not 0 <= self.ate_margin <= 0.2
-        ):
-            raise ValueError(f"ate_margin must be a number in [0, 0.2], got {self.ate_margin!r}")
+        check_query_settings(self.set_variants, self.ate_margin)
         if (
             not isinstance(self.ate_max_variables, int)
             or isinstance(self.ate_max_variables, bool)

@@ -78,6 +78,17 @@ _PREFERENCE_TRIES = 5  # extra graphs drawn for a preferred (confounded) query b
 
 # ---------------------------------------------------------------------------------------------
 # config
+def check_query_settings(set_variants, ate_margin) -> None:
+    """Validate the query settings every causal dataset config shares; ``ValueError`` names the fix."""
+    if not set_variants or any(v not in ("any", "minimal") for v in set_variants):
+        raise ValueError(
+            f"set_variants must be a non-empty subset of ('any', 'minimal'), got {set_variants!r} "
+            "('maximal' has a unique answer, so it cannot give find-one queries with several answers)"
+        )
+    if isinstance(ate_margin, bool) or not isinstance(ate_margin, (int, float)) or not 0 <= ate_margin <= 0.2:
+        raise ValueError(f"ate_margin must be a number in [0, 0.2], got {ate_margin!r}")
+
+
 @dataclass
 class CausalGraphConfig:
     """Configuration of the causal problem generator (supplied-graph mode by default).
@@ -176,17 +187,7 @@ class CausalGraphConfig:
             v = getattr(self, name)
             if not isinstance(v, int) or not 1 <= v <= 6:
                 raise ValueError(f"{name} must be an integer in 1..6, got {v!r}")
-        if not self.set_variants or any(v not in ("any", "minimal") for v in self.set_variants):
-            raise ValueError(
-                f"set_variants must be a non-empty subset of ('any', 'minimal'), got {self.set_variants!r} "
-                "('maximal' has a unique answer, so it cannot give find-one queries with several answers)"
-            )
-        if (
-            isinstance(self.ate_margin, bool)
-            or not isinstance(self.ate_margin, (int, float))
-            or not 0 <= self.ate_margin <= 0.2
-        ):
-            raise ValueError(f"ate_margin must be a number in [0, 0.2], got {self.ate_margin!r}")
+        check_query_settings(self.set_variants, self.ate_margin)
         if self.mode not in MODES:
             raise ValueError(f"mode must be one of {list(MODES)}, got {self.mode!r}")
         if not isinstance(self.max_attempts, int) or self.max_attempts < 10:

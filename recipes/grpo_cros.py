@@ -17,8 +17,13 @@ and ``ModelConfig`` defaults apply to the model given. Arguments: ``FaithScriptA
 reward options, task mixture, warm start; ``faithgrpo.trainers.recipe``), ``trl.GRPOConfig`` and
 ``trl.ModelConfig``. Bad input stops with ``error: ...`` before any model is trained.
 
+Completions are sampled by faithgrpo's decode engine on CPU (``--rollout auto``, the default; TRL's
+``rollout_func``), by TRL's own generation on GPUs or with ``--rollout trl`` (``generate``, or vLLM
+with ``--use_vllm true``); the line ``rollout: ...`` says which, and why.
+
 Outputs in ``output_dir``: the LoRA adapter (and tokenizer), checkpoints, ``metrics.jsonl`` (one line
-per logging step), ``reward_means.png`` (each reward's mean per step) and ``train_results.json``.
+per logging step, with ``time/<phase>`` seconds per step), ``reward_means.png`` (each reward's mean
+per step) and ``train_results.json``.
 """
 
 from __future__ import annotations
@@ -56,6 +61,7 @@ def main(script_args, training_args, model_args, callbacks: list | None = None):
     """Validate, build the data, rewards and trainer, train, save. Returns the trainer."""
     from faithgrpo.trainers import FaithGRPOTrainer
     from faithgrpo.trainers.callbacks import install_callbacks
+    from faithgrpo.trainers.rollout import rollout_for, rollout_line
 
     say(script_args.config_source or "config: as given")
     launch_warning = single_process_launch_warning()
@@ -92,6 +98,7 @@ def main(script_args, training_args, model_args, callbacks: list | None = None):
     kind = "warm-start LoRA" if adapter is not None else ("LoRA" if peft_config else "full fine-tuning")
     say(f"model {model_args.model_name_or_path} ({path}), {kind}; {len(dataset)} rows; rewards {rewards}")
 
+    rollout = rollout_for(script_args.rollout, training_args)  # the decode engine on CPU (--rollout)
     trainer = FaithGRPOTrainer(
         model=model,
         reward_funcs=reward_funcs,
@@ -100,7 +107,9 @@ def main(script_args, training_args, model_args, callbacks: list | None = None):
         peft_config=peft_config,
         quantization_config=quantization_config,
         callbacks=callbacks,
+        rollout_func=rollout,
     )
+    say(rollout_line(script_args.rollout, training_args, rollout, trainer))
     metrics_cb = install_callbacks(
         trainer,
         metrics_path=Path(training_args.output_dir) / script_args.metrics_file,

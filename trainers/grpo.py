@@ -7,7 +7,10 @@ policy (see :mod:`faithgrpo.trainers.reference`: adapters disabled for a fresh z
 a frozen copy of the initial adapter for warm starts and non-zero initialisations, a frozen copy of
 the model for full fine-tuning; never TRL's synced reference). Every CRoS reward also receives the
 trainer's ``chat_template_kwargs`` (and tools / chat template), and one given its own reference is
-refused when that reference is the live policy. All other behaviour, arguments and logging are TRL's.
+refused when that reference is the live policy. Both also log where each step's time goes
+(``time/<phase>`` metrics, :mod:`faithgrpo.trainers.timing`). All other behaviour, arguments and
+logging are TRL's; ``FaithGRPOTrainer`` takes TRL's ``rollout_func``, e.g.
+:class:`~faithgrpo.trainers.rollout.DecodeRollout` (the decode engine samples the completions on CPU).
 
 Distributed notes: under accelerate DDP every process holds the full policy, so the unwrapped
 model (adapters disabled, or the initial adapter swapped in) scores locally and CRoS gathers Δ
@@ -42,6 +45,7 @@ from trl import GRPOTrainer, RLOOTrainer
 
 from faithgrpo.rewards.cros.callback import CRoSReferenceCheck
 from faithgrpo.trainers.reference import bind_cros_references, cros_rewards
+from faithgrpo.trainers.timing import PhaseTimes
 
 __all__ = ["CPU_LM_HEAD_VOCAB_CHUNK", "FaithGRPOTrainer", "FaithRLOOTrainer", "compact_cpu_lm_head"]
 
@@ -124,7 +128,7 @@ class _BindsCRoSReference:
             self.add_callback(CRoSReferenceCheck(reward))
 
 
-class FaithGRPOTrainer(_CompactCPULMHead, _BindsCRoSReference, GRPOTrainer):
+class FaithGRPOTrainer(PhaseTimes, _CompactCPULMHead, _BindsCRoSReference, GRPOTrainer):
     """``trl.GRPOTrainer`` whose CRoS rewards score with the initial policy as frozen reference.
 
     Example:
@@ -139,12 +143,14 @@ class FaithGRPOTrainer(_CompactCPULMHead, _BindsCRoSReference, GRPOTrainer):
 
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
+        self._init_phase_times()
         self._bind_cros()
 
 
-class FaithRLOOTrainer(_CompactCPULMHead, _BindsCRoSReference, RLOOTrainer):
+class FaithRLOOTrainer(PhaseTimes, _CompactCPULMHead, _BindsCRoSReference, RLOOTrainer):
     """``trl.RLOOTrainer`` with the same CRoS reference binding (and CPU LM head) as :class:`FaithGRPOTrainer`."""
 
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
+        self._init_phase_times()
         self._bind_cros()

@@ -40,6 +40,7 @@ from faithgrpo.trainers.checks import (
     resolve_resume,
     sharded_backend,
 )
+from faithgrpo.trainers.rollout import check_rollout_choice
 
 __all__ = [
     "FLAT_REWARD_OPTIONS",
@@ -158,6 +159,13 @@ class FaithScriptArguments(ScriptArguments):
     warm_start_cache: str | None = field(
         default=None,
         metadata={"help": "Directory of cached warm-start adapters (default: $FAITHGRPO_CACHE/warm_start)."},
+    )
+    rollout: str = field(
+        default="auto",
+        metadata={
+            "help": "Who samples the completions: 'decode' (faithgrpo's decode engine, through TRL's rollout_func), "
+            "'trl' (TRL's generate, or vLLM with use_vllm), 'auto' (decode on CPU without vLLM, else trl)."
+        },
     )
     metrics_file: str = field(default="metrics.jsonl", metadata={"help": "Metrics file, in output_dir."})
     plot_file: str = field(default="reward_means.png", metadata={"help": "Reward plot, in output_dir."})
@@ -475,6 +483,9 @@ def validate(
         raise RecipeError(
             f"report_to names {missing}, not installed here; pip install {' '.join(missing)}, or --report_to none"
         )
+    rollout_problem = check_rollout_choice(script_args.rollout, bool(training_args.use_vllm))
+    if rollout_problem:
+        raise RecipeError(rollout_problem)
     if training_args.use_vllm:
         import importlib.util
 

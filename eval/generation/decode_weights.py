@@ -4,21 +4,80 @@ A decode step multiplies a few rows (one per running sequence) by every weight m
 number of matmuls and how each one reads its weight decide its speed: q/k/v and gate/up are
 concatenated into one weight each (`_fused`), and on a CPU in float32 every weight is prepacked
 once for the batch's row count (`PrepackedLinear`).
+
+A projection may be a plain ``nn.Linear`` or a PEFT LoRA layer (a policy being trained): `linear_parts`
+gives the weight its forward computes with (base weight plus each active adapter's
+``scaling * B @ A``, as PEFT merges it), so the engine samples from the live policy without merging
+the adapter into the model. `linear_reason` names what it cannot reproduce (DoRA and other LoRA
+variants, LoRA biases, other adapter types).
 """
 
 from __future__ import annotations
 
-__all__ = ["DecoderBlock", "PrepackedLinear", "can_prepack"]
+__all__ = ["DecoderBlock", "PrepackedLinear", "can_prepack", "linear_parts", "linear_reason"]
+
+
+def _is_lora(module) -> bool:
+    return hasattr(module, "base_layer") and hasattr(module, "lora_A") and hasattr(module, "lora_B")
+
+
+def linear_reason(module) -> str | None:
+    """Why `linear_parts` cannot give ``module``'s forward weight, or ``None`` when it can.
+
+    Accepted: ``nn.Linear``, and PEFT LoRA ``Linear`` layers whose active adapters are vanilla LoRA
+    (no DoRA or other variant, no LoRA bias) over an ``nn.Linear``.
+    """
+    import torch
+
+    if type(module) is torch.nn.Linear:
+        return None
+    if not _is_lora(module):
+        if hasattr(module, "base_layer"):
+            return f"{type(module).__name__} is an adapter layer other than LoRA"
+        return f"{type(module).__name__} is not an nn.Linear"
+    if type(module.base_layer) is not torch.nn.Linear:
+        return f"a LoRA layer wraps {type(module.base_layer).__name__}, not an nn.Linear"
+    if module.disable_adapters and module.merged:
+        return "a LoRA layer has merged adapters while adapters are disabled"
+    for name in module.active_adapters:
+        if name not in module.lora_A:
+            continue
+        if name in getattr(module, "lora_variant", {}) or getattr(module, "use_dora", {}).get(name):
+            return f"adapter {name!r} is a LoRA variant (DoRA or other), not vanilla LoRA"
+        if getattr(module, "lora_bias", {}).get(name):
+            return f"adapter {name!r} has a LoRA bias"
+    return None
+
+
+def linear_parts(module):
+    """``(weight, bias)`` that ``module``'s forward computes with (see `linear_reason` for what is accepted).
+
+    A LoRA layer's weight is its base weight plus ``get_delta_weight`` of each active adapter, as
+    PEFT's forward adds them (nothing when adapters are disabled or already merged); dropout is not
+    applied (the policy is sampled as it is evaluated). Call it under ``torch.no_grad`` or
+    ``torch.inference_mode``: the result is a new tensor, not a parameter.
+    """
+    if not _is_lora(module):
+        return module.weight, module.bias
+    base = module.base_layer
+    if module.disable_adapters or module.merged:
+        return base.weight, base.bias
+    weight = base.weight
+    for name in module.active_adapters:
+        if name in module.lora_A:
+            weight = weight + module.get_delta_weight(name).to(weight.dtype)
+    return weight, base.bias
 
 
 def _fused(*linears):
-    """One weight (and bias) computing several ``nn.Linear`` layers of the same input in one matmul."""
+    """One weight (and bias) computing several linear layers of the same input in one matmul."""
     import torch
 
-    weight = torch.cat([m.weight for m in linears])
-    if all(m.bias is None for m in linears):
+    parts = [linear_parts(m) for m in linears]
+    weight = torch.cat([w for w, _ in parts])
+    if all(b is None for _, b in parts):
         return weight, None
-    biases = [m.bias if m.bias is not None else weight.new_zeros(m.out_features) for m in linears]
+    biases = [b if b is not None else weight.new_zeros(w.shape[0]) for w, b in parts]
     return weight, torch.cat(biases)
 
 
@@ -76,9 +135,9 @@ class DecoderBlock:
     def __init__(self, layer, rows: int):
         attention, mlp = layer.self_attn, layer.mlp
         self.qkv = PrepackedLinear(*_fused(attention.q_proj, attention.k_proj, attention.v_proj), rows)
-        self.out = PrepackedLinear(attention.o_proj.weight, attention.o_proj.bias, rows)
+        self.out = PrepackedLinear(*linear_parts(attention.o_proj), rows)
         self.gate_up = PrepackedLinear(*_fused(mlp.gate_proj, mlp.up_proj), rows)
-        self.down = PrepackedLinear(mlp.down_proj.weight, mlp.down_proj.bias, rows)
+        self.down = PrepackedLinear(*linear_parts(mlp.down_proj), rows)
         self.act = mlp.act_fn
         self.norms = [
             (n.weight, n.variance_epsilon) for n in (layer.input_layernorm, layer.post_attention_layernorm)

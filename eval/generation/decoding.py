@@ -30,9 +30,13 @@ Sampling keeps ``generate``'s semantics (`next_token_scores`): logits in float32
 temperature, then transformers' top-p rule (`TopPLogitsWarper`: drop the smallest tokens whose
 cumulative probability stays within ``1 - top_p``, keep at least one), then ``softmax`` and one draw
 per row from it (`sample_tokens`: the distribution of ``torch.multinomial`` in a quarter of its
-time); temperature 0 is greedy ``argmax``. Models the loop does not cover (other
-architectures, unmerged adapters, sliding-window attention, generation configs that add logits
-processors) are reported by `unsupported_reason` and left to ``generate``.
+time); temperature 0 is greedy ``argmax``.
+
+A PEFT model with vanilla LoRA adapters on the decoder projections runs as it is: the engine's
+weights are the base weights plus the active adapters' deltas (`linear_parts`), which is how training
+rollouts sample the live policy (`faithgrpo.trainers.rollout`). Models the loop does not cover
+(other architectures, other adapter types or LoRA variants, sliding-window attention, generation
+configs that add logits processors) are reported by `unsupported_reason` and left to ``generate``.
 """
 
 from __future__ import annotations
@@ -44,13 +48,14 @@ from typing import Any
 
 from faithgrpo.eval.generation.cache import CompletionRecord
 from faithgrpo.eval.generation.decode_cache import PromptSharedCache
-from faithgrpo.eval.generation.decode_weights import DecoderBlock, PrepackedLinear
-from faithgrpo.eval.generation.sampling import row_seed, sample_tokens
+from faithgrpo.eval.generation.decode_weights import DecoderBlock, PrepackedLinear, linear_reason
+from faithgrpo.eval.generation.sampling import draw_tokens, row_seed
 from faithgrpo.eval.generation.settings import GenerationStats, eos_ids, prompt_ids
 
 __all__ = [
     "SUPPORTED_MODELS",
     "DecodeEngine",
+    "causal_lm",
     "decode_rows",
     "generate_decode",
     "unsupported_reason",
@@ -83,24 +88,52 @@ _NEUTRAL = {
 }
 
 
+def causal_lm(model):
+    """The transformers model inside ``model``: a PEFT model's base model (its LoRA layers in place), else itself."""
+    if hasattr(model, "peft_config") and hasattr(model, "get_base_model"):
+        return model.get_base_model()
+    return model
+
+
+_PROJECTIONS = {
+    "self_attn": ("q_proj", "k_proj", "v_proj", "o_proj"),
+    "mlp": ("gate_proj", "up_proj", "down_proj"),
+}
+
+
 def unsupported_reason(model) -> str | None:
-    """Why the loop cannot reproduce ``generate`` for ``model``, or ``None`` when it can."""
+    """Why the loop cannot reproduce ``generate`` for ``model``, or ``None`` when it can.
+
+    ``model`` may be a PEFT model with LoRA adapters on the decoder layers' projections (the engine
+    then computes with base weights plus the active adapters, `linear_parts`).
+    """
+    import torch
+
+    model = causal_lm(model)
     name = type(model).__name__
     if name not in SUPPORTED_MODELS:
-        return f"{name} is not one of {SUPPORTED_MODELS} (an unmerged adapter wraps the model too)"
+        return f"{name} is not one of {SUPPORTED_MODELS}"
     inner = getattr(model, "model", None)
     if not all(hasattr(inner, part) for part in ("embed_tokens", "layers", "norm", "rotary_emb")):
         return f"{name} lacks the usual embed_tokens/layers/norm/rotary_emb modules"
+    if type(inner.embed_tokens) is not torch.nn.Embedding or type(model.lm_head) is not torch.nn.Linear:
+        return "the embedding or the LM head is wrapped (an adapter or modules_to_save on it)"
     parts = {
-        "self_attn": ("q_proj", "k_proj", "v_proj", "o_proj", "head_dim", "scaling"),
-        "mlp": ("gate_proj", "up_proj", "down_proj", "act_fn"),
+        "self_attn": ("head_dim", "scaling"),
+        "mlp": ("act_fn",),
         "input_layernorm": ("weight", "variance_epsilon"),
         "post_attention_layernorm": ("weight", "variance_epsilon"),
     }
     for layer in inner.layers:
         for module, names in parts.items():
-            if not all(hasattr(getattr(layer, module, None), n) for n in names):
+            sub = getattr(layer, module, None)
+            if not all(hasattr(sub, n) for n in (*names, *_PROJECTIONS.get(module, ()))):
                 return f"a decoder layer's {module} is not the usual Llama module"
+        for module, projections in _PROJECTIONS.items():
+            for projection in projections:
+                reason = linear_reason(getattr(getattr(layer, module), projection))
+                if reason:
+                    return f"{module}.{projection}: {reason}"
         if getattr(layer.self_attn, "sliding_window", None):
             return "sliding-window attention layers"
     if not hasattr(inner.norm, "variance_epsilon"):
@@ -127,6 +160,7 @@ class DecodeEngine:
     def __init__(self, model, slots: int):
         import torch
 
+        model = causal_lm(model)
         inner = model.model
         self.embed, self.rotary = inner.embed_tokens, inner.rotary_emb
         self.head_linear = PrepackedLinear(model.lm_head.weight, None, slots)  # no bias in Llama/Qwen2 heads
@@ -252,6 +286,7 @@ def decode_rows(
     eos: set[int],
     seed: int,
     on_done: Callable[[], None] | None = None,
+    logprobs: list[list[float]] | None = None,
 ) -> list[list[int]]:
     """Sample the completion of every ``(prompt index, sample index)`` row; returns its tokens (eos included).
 
@@ -264,6 +299,8 @@ def decode_rows(
         eos: end-of-sequence token ids (a row stops after emitting one).
         seed: the run's seed; row ``(i, j)`` samples with `row_seed`\\ ``(seed, i, j)``.
         on_done: called once per finished row (progress).
+        logprobs: an empty list to receive, per row, each sampled token's log-probability under the
+            distribution it was drawn from (`draw_tokens`); ``None`` skips computing them.
 
     Runs at torch's current thread count and never changes it: the caller fixes the count
     (`generate_completions` runs under ``fixed_threads(settings.threads)``), so the tokens do not
@@ -286,6 +323,8 @@ def decode_rows(
     engine.cache.reserve(max_new_tokens)
     prefix = None
     out: list[list[int]] = [[] for _ in rows]
+    keep = logprobs is not None
+    logps: list[list[float]] = [[] for _ in rows]
     running: list[int] = []  # row of each busy slot
     generators: list[Any] = []
 
@@ -311,8 +350,11 @@ def decode_rows(
                 prompts[i] = engine.prefill(encoded[i], prefix)
             logits, cache = prompts[i]
             generator = torch.Generator(device=device).manual_seed(row_seed(seed, i, j))
-            token = sample_tokens(logits[None], temperature, top_p, [generator])[0]
+            tokens, chosen = draw_tokens(logits[None], temperature, top_p, [generator], logprobs=keep)
+            token = tokens[0]
             out[row].append(token)
+            if keep:
+                logps[row].append(chosen[0])
             alive = token not in eos and max_new_tokens > 1
             if alive:
                 if i not in prompt_slot:
@@ -342,11 +384,13 @@ def decode_rows(
         pass
     while running:
         logits = engine.step([out[row][-1] for row in running])
-        tokens = sample_tokens(logits, temperature, top_p, generators)
+        tokens, chosen = draw_tokens(logits, temperature, top_p, generators, logprobs=keep)
         done = []
         for slot, token in enumerate(tokens):
             row = running[slot]
             out[row].append(token)
+            if keep:
+                logps[row].append(chosen[slot])
             if token in eos or len(out[row]) >= max_new_tokens:
                 done.append(slot)
         for slot in reversed(done):  # from the back: a slot moved down is never one still to handle
@@ -361,6 +405,8 @@ def decode_rows(
             generators.pop()
         while len(running) < slots and start(len(running)):
             pass
+    if keep:
+        logprobs.extend(logps)
     return out
 
 

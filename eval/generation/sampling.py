@@ -11,7 +11,7 @@ import hashlib
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["CHUNK_BYTES", "next_token_scores", "row_seed", "sample_tokens"]
+__all__ = ["CHUNK_BYTES", "draw_tokens", "next_token_scores", "row_seed", "sample_tokens"]
 
 
 def row_seed(seed: int, prompt_index: int, sample_index: int) -> int:
@@ -63,19 +63,47 @@ def sample_tokens(
     hold), in row order, so each row's uniform is the same draw from its generator however the batch
     is chunked, and the result does not depend on ``chunk_rows``.
     """
+    return draw_tokens(logits, temperature, top_p, generators, chunk_rows=chunk_rows, logprobs=False)[0]
+
+
+def draw_tokens(
+    logits,
+    temperature: float,
+    top_p: float,
+    generators: Sequence[Any],
+    *,
+    chunk_rows: int | None = None,
+    logprobs: bool = True,
+) -> tuple[list[int], list[float] | None]:
+    """`sample_tokens` and, with ``logprobs``, each drawn token's log-probability.
+
+    The log-probability is that of the distribution the token was drawn from: ``log softmax`` of
+    the warped scores (temperature, top-p) when sampling, of the raw logits when greedy (what a
+    rollout's ``logprobs`` report; the draw itself is exactly `sample_tokens`'s).
+    """
+    import torch
+
     if temperature == 0:
-        return logits.argmax(dim=-1).tolist()
+        tokens = logits.argmax(dim=-1)
+        if not logprobs:
+            return tokens.tolist(), None
+        chosen = torch.log_softmax(logits.float(), dim=-1).gather(1, tokens[:, None])[:, 0]
+        return tokens.tolist(), chosen.tolist()
     if chunk_rows is None:
         chunk_rows = max(1, CHUNK_BYTES // (8 * logits.shape[-1]))
     drawn: list[int] = []
+    logps: list[float] = []
     for start in range(0, logits.shape[0], chunk_rows):
         stop = start + chunk_rows
-        drawn += _sample_rows(logits[start:stop], temperature, top_p, generators[start:stop])
-    return drawn
+        tokens, probs = _sample_rows(logits[start:stop], temperature, top_p, generators[start:stop])
+        drawn += tokens.tolist()
+        if logprobs:
+            logps += probs.gather(1, tokens[:, None])[:, 0].log().tolist()
+    return drawn, (logps if logprobs else None)
 
 
-def _sample_rows(logits, temperature: float, top_p: float, generators: Sequence[Any]) -> list[int]:
-    """`sample_tokens` on one chunk of rows (temperature > 0)."""
+def _sample_rows(logits, temperature: float, top_p: float, generators: Sequence[Any]):
+    """`sample_tokens` on one chunk of rows (temperature > 0): ``(tokens [rows], probabilities [rows, vocab])``."""
     import torch
 
     probs = next_token_scores(logits, temperature, top_p).softmax(dim=-1)
@@ -88,4 +116,4 @@ def _sample_rows(logits, temperature: float, top_p: float, generators: Sequence[
     drawn = torch.searchsorted(cumulative, uniform.to(total.device)[:, None] * total, right=True)
     if bool((drawn == probs.shape[-1]).any()):  # u * total rounded up to total: the last live token
         drawn = torch.minimum(drawn, torch.searchsorted(cumulative, total))
-    return drawn.squeeze(1).tolist()
+    return drawn.squeeze(1), probs

@@ -395,28 +395,28 @@ def test_bench_generation_runs_on_the_tiny_model():
     assert len(result["ratio_per_round"]) == 2 and result["decode"]["tokens_per_second"] > 0
 
 
-@pytest.mark.parametrize("rows", [1, 4, 16])
-def test_prepacked_linear_matches_f_linear(rows):
-    from faithgrpo.eval.generation.decode_weights import PrepackedLinear, can_prepack
+@pytest.mark.parametrize("rows", [1, 4, 16, 33])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_step_linear_matches_f_linear(rows, dtype):
+    from faithgrpo.eval.generation.decode_weights import StepLinear
 
     generator = torch.Generator().manual_seed(rows)
-    weight = torch.randn(96, 40, generator=generator)
-    bias = torch.randn(96, generator=generator)
+    weight = torch.randn(96, 40, generator=generator, dtype=dtype)
+    bias = torch.randn(96, generator=generator, dtype=dtype)
     for b in (bias, None):
-        linear = PrepackedLinear(weight, b, rows)
-        assert (linear.packed is not None) == can_prepack(weight)
-        # the packed row count, more (the op's plain fallback) and fewer (padded with zero rows)
-        for m in sorted({rows, rows + 3, max(rows // 2, 1)}):
-            x = torch.randn(m, 40, generator=generator)
-            out = linear(x)
-            assert out.shape == (m, 96)
-            torch.testing.assert_close(out, torch.nn.functional.linear(x, weight, b), rtol=1e-5, atol=1e-5)
-            if m < rows and linear.packed is not None:  # a padded row gets what it gets in a full batch
-                full = torch.cat([x, torch.randn(rows - m, 40, generator=generator)])
-                assert torch.equal(out, linear(full)[:m])
-        x3 = torch.randn(1, rows, 40, generator=generator)  # prefill's 3-D input: plain F.linear
+        linear = StepLinear(weight, b)
+        assert linear.weight is weight  # no copy of the weight
+        x = torch.randn(rows, 40, generator=generator, dtype=dtype)
+        out = linear(x)
+        assert out.shape == (rows, 96) and out.is_contiguous()
+        torch.testing.assert_close(out, torch.nn.functional.linear(x, weight, b), rtol=1e-5, atol=1e-5)
+        # a strided input (a column slice, as gate/up halves are) gives the same rows
+        wide = torch.randn(rows, 80, generator=generator, dtype=dtype)
+        torch.testing.assert_close(
+            linear(wide[:, 20:60]), linear(wide[:, 20:60].contiguous()), rtol=0, atol=0
+        )
+        x3 = torch.randn(1, rows, 40, generator=generator, dtype=dtype)  # prefill's 3-D input: plain F.linear
         assert torch.equal(linear(x3), torch.nn.functional.linear(x3, weight, b))
-    assert PrepackedLinear(weight.double(), None, rows).packed is None  # MKL packs float32 sgemm only
 
 
 @pytest.mark.parametrize("seed", range(4))

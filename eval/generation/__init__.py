@@ -7,7 +7,7 @@ module              job
 ``backends``        `generate_completions` (transformers, vLLM), `cached_generate`
 ``decoding``        the decode engine of the transformers backend (Llama/Qwen2 models)
 ``decode_cache``    its prompt-shared KV cache
-``decode_weights``  its prepacked weights
+``decode_weights``  its fused weights (LoRA applied)
 ``sampling``        its per-token scoring and seeded sampling
 ``cache``           completion caches (JSONL) and weight fingerprints
 ``checkpoints``     `load_checkpoint`, `check_checkpoint` (base model + optional LoRA adapter)

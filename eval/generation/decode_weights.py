@@ -1,9 +1,9 @@
-"""Decoder weights arranged for the decode loop (`faithgrpo.eval.generation.decoding`): fused and prepacked.
+"""Decoder weights arranged for the decode loop (`faithgrpo.eval.generation.decoding`): fused, streamed as the GEMM's left operand.
 
 A decode step multiplies a few rows (one per running sequence) by every weight matrix, so the
 number of matmuls and how each one reads its weight decide its speed: q/k/v and gate/up are
-concatenated into one weight each (`_fused`), and on a CPU in float32 every weight is prepacked
-once for the batch's row count (`PrepackedLinear`).
+concatenated into one weight each (`_fused`), and every product streams its weight as the left
+operand of the GEMM (`StepLinear`).
 
 A projection may be a plain ``nn.Linear`` or a PEFT LoRA layer (a policy being trained): `linear_parts`
 gives the weight its forward computes with (base weight plus each active adapter's
@@ -14,7 +14,7 @@ variants, LoRA biases, other adapter types).
 
 from __future__ import annotations
 
-__all__ = ["DecoderBlock", "PrepackedLinear", "can_prepack", "linear_parts", "linear_reason"]
+__all__ = ["DecoderBlock", "StepLinear", "linear_parts", "linear_reason"]
 
 
 def _is_lora(module) -> bool:
@@ -81,63 +81,45 @@ def _fused(*linears):
     return weight, torch.cat(biases)
 
 
-def can_prepack(weight) -> bool:
-    """Whether MKL's prepacked GEMM runs this weight: float32 on a CPU, with a torch built with MKL."""
-    import torch
+class StepLinear:
+    """A linear layer whose decode steps compute ``(W @ xᵀ)ᵀ``: the few rows of a step as columns.
 
-    return (
-        weight.device.type == "cpu"
-        and weight.dtype == torch.float32
-        and torch.backends.mkl.is_available()
-        and hasattr(torch.ops.mkl, "_mkl_linear")
-    )
-
-
-class PrepackedLinear:
-    """A linear layer whose decode steps use MKL's prepacked GEMM for ``rows`` input rows.
-
-    A decode step multiplies a few rows (one per running sequence) by every weight matrix; a plain
-    GEMM repacks the weight into its blocked layout at each call, which for so few rows costs about
-    as much as the product itself. The weight is packed once for ``rows`` rows (``cblas_sgemm_pack``
-    via ``torch.ops.mkl``, the op inductor's CPU weight prepacking uses). On a 2-core CPU with
-    SmolLM2-135M's shapes at 16 rows the products ran 1.5-3.2x faster on two threads and 1.1-1.9x
-    on one. They equal ``F.linear`` up to float rounding (MKL may sum in another order; the tests
-    compare within 1e-5). A step with fewer rows (the tail of a run) is padded with zero rows to the
-    packed count; prefill's 3-D inputs use ``F.linear``. The packed copy costs as much memory as the
-    weight.
+    A decode step multiplies a few rows (one per running sequence) by every weight matrix, so each
+    product is bound by reading the weight from memory. Written as ``W @ xᵀ`` (the weight as the
+    GEMM's left operand, the rows as its few columns), MKL streams the weight at close to the
+    machine's memory bandwidth; ``F.linear``'s ``x @ Wᵀ`` and MKL's prepacked GEMM read it about
+    half as fast at 4 rows and a quarter slower at 32 (measured with cold weights on a 2-core CPU,
+    the numbers in docs/performance.md). The result equals ``F.linear`` up to float rounding (the
+    sums run in another order; the tests compare within 1e-5) and is returned contiguous. Inputs
+    that are not 2-D (prefill's ``[1, tokens, hidden]``) use ``F.linear``. Nothing is copied: the
+    layer keeps the weight tensor it was given.
     """
 
-    def __init__(self, weight, bias, rows: int):
+    def __init__(self, weight, bias):
         import torch
 
-        self.weight, self.bias, self.rows = weight, bias, rows
+        self.weight, self.bias = weight, bias
         self._torch = torch
-        self.packed = torch.ops.mkl._mkl_reorder_linear_weight(weight, rows) if can_prepack(weight) else None
 
     def __call__(self, x):
         torch = self._torch
-        if self.packed is None or x.dim() != 2:
+        if x.dim() != 2:
             return torch.nn.functional.linear(x, self.weight, self.bias)
-        n = x.shape[0]
-        if n < self.rows:
-            # The tail of a run has fewer rows than slots, and MKL would then multiply by the
-            # unpacked weight: zero rows up to the packed count are cheaper (a step reads the
-            # weights either way; 12 rows ran ~1.4x faster padded on 2 threads). A row's result
-            # then does not depend on how many rows run with it.
-            padded = torch.nn.functional.pad(x, (0, 0, 0, self.rows - n))
-            return torch.ops.mkl._mkl_linear(padded, self.packed, self.weight, self.bias, self.rows)[:n]
-        return torch.ops.mkl._mkl_linear(x, self.packed, self.weight, self.bias, self.rows)
+        out = torch.mm(self.weight, x.t())
+        if self.bias is not None:
+            out.add_(self.bias[:, None])
+        return out.t().contiguous()
 
 
 class DecoderBlock:
     """One decoder layer's weights, with q/k/v and gate/up fused (fewer, larger matmuls per step)."""
 
-    def __init__(self, layer, rows: int):
+    def __init__(self, layer):
         attention, mlp = layer.self_attn, layer.mlp
-        self.qkv = PrepackedLinear(*_fused(attention.q_proj, attention.k_proj, attention.v_proj), rows)
-        self.out = PrepackedLinear(*linear_parts(attention.o_proj), rows)
-        self.gate_up = PrepackedLinear(*_fused(mlp.gate_proj, mlp.up_proj), rows)
-        self.down = PrepackedLinear(*linear_parts(mlp.down_proj), rows)
+        self.qkv = StepLinear(*_fused(attention.q_proj, attention.k_proj, attention.v_proj))
+        self.out = StepLinear(*linear_parts(attention.o_proj))
+        self.gate_up = StepLinear(*_fused(mlp.gate_proj, mlp.up_proj))
+        self.down = StepLinear(*linear_parts(mlp.down_proj))
         self.act = mlp.act_fn
         self.norms = [
             (n.weight, n.variance_epsilon) for n in (layer.input_layernorm, layer.post_attention_layernorm)

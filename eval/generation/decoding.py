@@ -15,8 +15,8 @@ only what evaluation sampling needs:
 - a row that stops (end-of-sequence or budget) hands its slot to the next waiting (prompt, sample)
   row at once, so the batch stays full; at the tail, finished rows leave the batch;
 - a step issues few operations (q/k/v and gate/up as one matmul each, fused RMS norm, rotary
-  embedding in three operations); on a CPU in float32 its matmuls use weights prepacked once for
-  the batch's row count (`PrepackedLinear`, MKL's packed GEMM);
+  embedding in three operations); its matmuls take the weight as the GEMM's left operand and the
+  rows as its columns (`StepLinear`: the weight streams at close to memory bandwidth);
 - the whole run (prefill, steps, sampling) keeps one thread count, the one its caller fixed
   (`faithgrpo.eval.generation.settings.fixed_threads`, from `SamplingSettings.threads`): CPU kernels split
   sums differently at different counts (the embedded model's shared-prefix prefill moved logits by
@@ -48,7 +48,7 @@ from typing import Any
 
 from faithgrpo.eval.generation.cache import CompletionRecord
 from faithgrpo.eval.generation.decode_cache import PromptSharedCache
-from faithgrpo.eval.generation.decode_weights import DecoderBlock, PrepackedLinear, linear_reason
+from faithgrpo.eval.generation.decode_weights import DecoderBlock, StepLinear, linear_reason
 from faithgrpo.eval.generation.sampling import draw_tokens, row_seed
 from faithgrpo.eval.generation.settings import GenerationStats, eos_ids, prompt_ids
 
@@ -163,9 +163,9 @@ class DecodeEngine:
         model = causal_lm(model)
         inner = model.model
         self.embed, self.rotary = inner.embed_tokens, inner.rotary_emb
-        self.head_linear = PrepackedLinear(model.lm_head.weight, None, slots)  # no bias in Llama/Qwen2 heads
+        self.head_linear = StepLinear(model.lm_head.weight, None)  # no bias in Llama/Qwen2 heads
         self.final_norm = (inner.norm.weight, inner.norm.variance_epsilon)
-        self.blocks = [DecoderBlock(layer, slots) for layer in inner.layers]
+        self.blocks = [DecoderBlock(layer) for layer in inner.layers]
         attention = inner.layers[0].self_attn
         self.heads = model.config.num_attention_heads
         self.kv_heads = model.config.num_key_value_heads

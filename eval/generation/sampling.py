@@ -74,8 +74,13 @@ def draw_tokens(
     *,
     chunk_rows: int | None = None,
     logprobs: bool = True,
+    scratch: Any = None,
 ) -> tuple[list[int], list[float] | None]:
     """`sample_tokens` and, with ``logprobs``, each drawn token's log-probability.
+
+    ``scratch``: an object whose ``get(name, shape, dtype)`` returns reusable buffers (the decode
+    engine's `~faithgrpo.eval.generation.decoding.Scratch`) for the probabilities and their sums; the
+    values are the same with or without it.
 
     The log-probability is that of the distribution the token was drawn from: ``log softmax`` of
     the warped scores (temperature, top-p) when sampling, of the raw logits when greedy (what a
@@ -95,19 +100,33 @@ def draw_tokens(
     logps: list[float] = []
     for start in range(0, logits.shape[0], chunk_rows):
         stop = start + chunk_rows
-        tokens, probs = _sample_rows(logits[start:stop], temperature, top_p, generators[start:stop])
+        tokens, probs = _sample_rows(logits[start:stop], temperature, top_p, generators[start:stop], scratch)
         drawn += tokens.tolist()
         if logprobs:
             logps += probs.gather(1, tokens[:, None])[:, 0].log().tolist()
     return drawn, (logps if logprobs else None)
 
 
-def _sample_rows(logits, temperature: float, top_p: float, generators: Sequence[Any]):
+def _sample_rows(logits, temperature: float, top_p: float, generators: Sequence[Any], scratch: Any = None):
     """`sample_tokens` on one chunk of rows (temperature > 0): ``(tokens [rows], probabilities [rows, vocab])``."""
     import torch
 
-    probs = next_token_scores(logits, temperature, top_p).softmax(dim=-1)
-    cumulative = torch.cumsum(probs, dim=-1, dtype=torch.float64)  # = probs.double().cumsum(), one copy fewer
+    scores = next_token_scores(logits, temperature, top_p)
+    if scratch is None:
+        probs = scores.softmax(dim=-1)
+        cumulative = torch.cumsum(
+            probs, dim=-1, dtype=torch.float64
+        )  # = probs.double().cumsum(), one copy fewer
+    else:  # the same two operations, into reused buffers
+        probs = torch.ops.aten._softmax.out(
+            scores, -1, False, out=scratch.get("probs", tuple(scores.shape), torch.float32)
+        )
+        cumulative = torch.cumsum(
+            probs,
+            dim=-1,
+            dtype=torch.float64,
+            out=scratch.get("cumulative", tuple(scores.shape), torch.float64),
+        )
     uniform = torch.stack(
         [torch.rand((), dtype=torch.float64, generator=g, device=g.device) for g in generators]
     )

@@ -47,7 +47,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from faithgrpo.eval.generation.cache import CompletionRecord
-from faithgrpo.eval.generation.decode_cache import PromptSharedCache
+from faithgrpo.eval.generation.decode_cache import PromptSharedCache, Scratch
 from faithgrpo.eval.generation.decode_weights import DecoderBlock, StepLinear, linear_reason
 from faithgrpo.eval.generation.sampling import draw_tokens, row_seed
 from faithgrpo.eval.generation.settings import GenerationStats, eos_ids, prompt_ids
@@ -144,32 +144,6 @@ def unsupported_reason(model) -> str | None:
         if value not in neutral:
             return f"its generation config sets {key}={value!r} (a logits processor the loop does not apply)"
     return None
-
-
-class Scratch:
-    """Reusable buffers for a decode step's large temporaries (logits, sampling probabilities and sums).
-
-    A step at 32 rows of a 49,152-token vocabulary makes ~25 MB of such temporaries; allocated anew,
-    they come from fresh pages each time (glibc returns large freed blocks to the system), and the
-    page faults cost about as much as the arithmetic on them. `get` hands out a contiguous view of
-    one growing flat buffer per name, so steps reuse the same memory.
-    """
-
-    def __init__(self, device):
-        self.device = device
-        self._buffers: dict[str, Any] = {}
-
-    def get(self, name: str, shape: tuple[int, ...], dtype):
-        """A contiguous tensor of ``shape`` and ``dtype`` (contents undefined), reused by later calls of ``name``."""
-        import math
-
-        import torch
-
-        size = math.prod(shape)
-        buffer = self._buffers.get(name)
-        if buffer is None or buffer.dtype != dtype or buffer.numel() < size:
-            buffer = self._buffers[name] = torch.empty(size, dtype=dtype, device=self.device)
-        return buffer[:size].view(shape)
 
 
 class DecodeEngine:
@@ -343,10 +317,18 @@ def decode_rows(
 
     Runs at torch's current thread count and never changes it: the caller fixes the count
     (`generate_completions` runs under ``fixed_threads(settings.threads)``), so the tokens do not
-    depend on the machine's load.
+    depend on the machine's load. Runs under ``torch.inference_mode`` whatever the caller's mode.
     """
     import torch
 
+    if (
+        not torch.is_inference_mode_enabled()
+    ):  # sampling needs no gradients (and its out= products refuse them)
+        with torch.inference_mode():
+            return decode_rows(
+                model, encoded, rows, temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens,
+                slots=slots, eos=eos, seed=seed, on_done=on_done, logprobs=logprobs,
+            )  # fmt: skip
     if not rows:
         return []
     engine = DecodeEngine(model, min(slots, len(rows)))

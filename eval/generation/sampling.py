@@ -79,7 +79,7 @@ def draw_tokens(
     """`sample_tokens` and, with ``logprobs``, each drawn token's log-probability.
 
     ``scratch``: an object whose ``get(name, shape, dtype)`` returns reusable buffers (the decode
-    engine's `~faithgrpo.eval.generation.decoding.Scratch`) for the probabilities and their sums; the
+    engine's `~faithgrpo.eval.generation.decode_cache.Scratch`) for the probabilities and their sums; the
     values are the same with or without it.
 
     The log-probability is that of the distribution the token was drawn from: ``log softmax`` of

@@ -710,6 +710,7 @@ def test_reward_logs_pass_rates_and_mean_total():
     )
     # totals 6, 3, 5, 0; graph/query pass 3 of 4, strategy/derivation/result/answer 2 of 4
     assert logged["calver/total"] == pytest.approx(14 / 4)
+    assert logged["calver/certified"] == 0.25  # only the gold trace passes all six
     assert logged["calver/graph"] == logged["calver/query"] == 0.75
     assert logged["calver/strategy"] == logged["calver/derivation"] == 0.5
     assert logged["calver/result"] == logged["calver/answer"] == 0.5

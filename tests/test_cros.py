@@ -415,6 +415,7 @@ def test_bad_inputs_get_defined_scores_and_counted_reasons(byte_llama):
     assert sorted(rewards[-2:]) == pytest.approx([(n - 2) / (n - 1), 1.0])
     assert set(metrics) == {
         "cros/delta_mean",
+        "cros/delta_std",
         "cros/undefined_frac",
         "cros/prompt_truncated_frac",
         *(f"cros/undefined/{r}" for r in UNDEFINED_REASONS),
@@ -424,6 +425,9 @@ def test_bad_inputs_get_defined_scores_and_counted_reasons(byte_llama):
     assert metrics["cros/undefined_frac"] == pytest.approx((n - 2) / n)
     defined = [s.delta for s in cros.last_scores[-2:]]
     assert metrics["cros/delta_mean"] == pytest.approx(sum(defined) / 2)
+    assert metrics["cros/delta_std"] == pytest.approx(
+        abs(defined[0] - defined[1]) / 2
+    )  # two values: half their gap
     assert extra["cros_delta"][-2:] == defined and extra["cros_delta"][0] is None
     assert extra["cros_reason"] == [r or "" for r in expected_reasons]
     assert cros.reason_counts["no_answer"] == len(BAD["no_answer"])

@@ -571,6 +571,42 @@ def test_plot_needs_reward_means(tmp_path):
     assert not (tmp_path / "x.png").exists()
 
 
+def test_plot_draws_cros_by_its_raw_delta_and_the_certificate_rate(tmp_path, monkeypatch):
+    from matplotlib.figure import Figure
+
+    drawn = {}
+    real_savefig = Figure.savefig
+
+    def capture(fig, *args, **kwargs):
+        drawn["axes"] = [
+            (
+                ax.get_title(),
+                [line.get_label() for line in ax.get_lines()],
+                [list(line.get_ydata()) for line in ax.get_lines()],
+            )
+            for ax in fig.axes
+        ]
+        drawn["bands"] = [len(ax.collections) for ax in fig.axes]
+        return real_savefig(fig, *args, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", capture)
+    rows = [
+        {"step": s, "reward": 1.0, "rewards/cros/mean": 0.5, "rewards/calver/mean": c, "calver/certified": k,
+         "cros/delta_mean": d, "cros/delta_std": 0.1}
+        for s, c, k, d in ((1, 0.5, 0.0, 0.2), (2, 0.75, 0.5, 0.4))
+    ]  # fmt: skip
+    assert plot_reward_means(rows, tmp_path / "p.png").read_bytes().startswith(PNG_MAGIC)
+    (_, each, each_y), (delta_title, _, delta_y), _ = drawn["axes"]
+    assert "cros" not in each and each == ["calver", "certificate rate"]  # the flat 0.5 rank is not drawn
+    assert each_y == [[0.5, 0.75], [0.0, 0.5]]
+    assert "CRoS" in delta_title and delta_y[0] == [0.2, 0.4] and drawn["bands"][1] == 1  # ± std band
+    # without CRoS diagnostics: two panels, CRoS's mean drawn as a reward
+    plot_reward_means(
+        [{k: v for k, v in r.items() if not k.startswith("cros/")} for r in rows], tmp_path / "q.png"
+    )
+    assert len(drawn["axes"]) == 2 and "cros" in drawn["axes"][0][1]
+
+
 def test_summary_line_shows_every_reward_in_order():
     line = summary_line(
         {"reward": 0.25, "rewards/outcome/mean": 0.0, "rewards/format/mean": 0.5, "rewards/calver/mean": None,

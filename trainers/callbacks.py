@@ -82,10 +82,19 @@ def reward_names_in(rows: Iterable[Mapping[str, Any]]) -> list[str]:
     return names
 
 
+def _series(rows: Sequence[Mapping[str, Any]], key: str) -> list[tuple[Any, float]]:
+    return [(r["step"], r[key]) for r in rows if r.get(key) is not None and "step" in r]
+
+
 def plot_reward_means(
     metrics: str | Path | Sequence[Mapping[str, Any]], png_path: str | Path, title: str | None = None
 ) -> Path | None:
     """Plot each reward's mean per step (and the weighted total ``reward``) into a PNG.
+
+    CRoS is drawn by its raw Δ (``cros/delta_mean``, with a band of ± ``cros/delta_std``) in a panel of
+    its own: the reward is a within-group rank, so its mean is 0.5 at every step by construction and
+    its line would say nothing. Next to CALVER's S/6 the certificate rate (``calver/certified``: all
+    six checks passed) is drawn dashed.
 
     Args:
         metrics: a ``metrics.jsonl`` path or its rows.
@@ -104,16 +113,36 @@ def plot_reward_means(
     matplotlib.use("Agg")  # no display on training machines
     import matplotlib.pyplot as plt
 
-    fig, (ax_each, ax_total) = plt.subplots(1, 2, figsize=(11, 4), constrained_layout=True)
+    delta = _series(rows, "cros/delta_mean")
+    panels = 3 if delta else 2
+    fig, axes = plt.subplots(1, panels, figsize=(5.5 * panels, 4), constrained_layout=True)
+    ax_each, ax_total = axes[0], axes[-1]
     for name in names:
-        points = [
-            (r["step"], r[f"rewards/{name}/mean"]) for r in rows if r.get(f"rewards/{name}/mean") is not None
-        ]
+        if name == "cros" and delta:
+            continue  # the rank's mean is 0.5 by construction: its raw Δ has the middle panel
+        points = _series(rows, f"rewards/{name}/mean")
         if points:
-            ax_each.plot(*zip(*points), marker="o", markersize=3, label=name)
+            (line,) = ax_each.plot(*zip(*points), marker="o", markersize=3, label=name)
+            if name == "calver" and _series(rows, "calver/certified"):
+                certified = _series(rows, "calver/certified")
+                ax_each.plot(
+                    *zip(*certified), linestyle="--", color=line.get_color(), label="certificate rate"
+                )
     ax_each.set(xlabel="step", ylabel="mean reward", title="per reward (unweighted)")
     ax_each.legend(fontsize=8)
-    total = [(r["step"], r["reward"]) for r in rows if r.get("reward") is not None]
+    if delta:
+        ax_delta = axes[1]
+        steps, means = zip(*delta)
+        ax_delta.plot(steps, means, marker="o", markersize=3, color="tab:red", label="mean Δ")
+        spread = dict(_series(rows, "cros/delta_std"))
+        if spread:
+            low = [m - spread.get(s, 0.0) for s, m in delta]
+            high = [m + spread.get(s, 0.0) for s, m in delta]
+            ax_delta.fill_between(steps, low, high, color="tab:red", alpha=0.2, label="± std")
+        ax_delta.axhline(0.0, color="grey", linewidth=0.8)
+        ax_delta.set(xlabel="step", ylabel="Δ", title="CRoS raw Δ (answer log-prob drop when scrambled)")
+        ax_delta.legend(fontsize=8)
+    total = _series(rows, "reward")
     if total:
         ax_total.plot(*zip(*total), marker="o", markersize=3, color="black")
     ax_total.set(xlabel="step", ylabel="weighted reward", title="total (reward_weights applied)")

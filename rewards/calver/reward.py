@@ -334,6 +334,8 @@ def make_calver_reward(
                 log_value(f"calver/{name}", sum(getattr(s, name) for s in scores) / len(scores), kwargs)
             log_value("calver/total", sum(s.total for s in scores) / len(scores), kwargs)
             n = len(scores)
+            # the certificate rate: every check passed (CoT-Pass's criterion for one sample)
+            log_value("calver/certified", sum(s.total == len(CHECK_NAMES) for s in scores) / n, kwargs)
             log_value("calver/derivation/claims", sum(s.claims for s in scores) / n, kwargs)
             log_value("calver/derivation/no_claims", sum(s.claims == 0 for s in scores) / n, kwargs)
             log_value("calver/derivation/false", sum(s.false_claims > 0 for s in scores) / n, kwargs)
@@ -357,7 +359,8 @@ _REWARD_DOC = """CALVER reward: S/6 for the six symbolic trace checks (DESIGN §
         problem: the ``problem`` column (DESIGN §4 JSON string or dict per row); rows whose problem
             is ``None`` or empty (e.g. reasoning-gym rows) get ``None``, and so do malformed problems.
         **kwargs: other TRL reward kwargs. ``log_metric`` receives each check's pass rate
-            (``calver/graph`` … ``calver/answer``), the mean total ``calver/total`` (0..6) and the
+            (``calver/graph`` … ``calver/answer``), the mean total ``calver/total`` (0..6), the share
+            with all six checks passed ``calver/certified`` (the certificate rate) and the
             share of malformed rows ``calver/bad_row``; ``log_extra`` receives a ``calver_failed``
             column naming each completion's failed checks.
 

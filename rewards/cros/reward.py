@@ -452,7 +452,13 @@ class CRoSReward(ReferenceBinding):
         if callable(log_metric) and n:
             defined = [s.delta for s in scores if s.delta is not None]
             if defined:
-                log_metric(f"{self.__name__}/delta_mean", sum(defined) / len(defined))
+                mean = sum(defined) / len(defined)
+                log_metric(f"{self.__name__}/delta_mean", mean)
+                # the raw Δ's spread: the reward itself is a within-group rank, whose mean is 0.5 by construction
+                log_metric(
+                    f"{self.__name__}/delta_std",
+                    (sum((d - mean) ** 2 for d in defined) / len(defined)) ** 0.5,
+                )
             log_metric(f"{self.__name__}/undefined_frac", (n - len(defined)) / n)
             for reason in UNDEFINED_REASONS:
                 log_metric(f"{self.__name__}/undefined/{reason}", counts.get(reason, 0) / n)

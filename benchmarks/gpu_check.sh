@@ -16,6 +16,12 @@
 #                                          paired evaluation on 32 prompts per task (ablation.json holds
 #                                          the results page's JSON); it runs first, the others share
 #                                          what is left of the budget
+#   vllm     benchmarks/bench_vllm.py      vLLM (the optional extra): greedy equality with generate
+#                                          on 16 prompts, tokens/s of both at G = 8, and 4 GRPO steps in
+#                                          colocate mode whose per-step vLLM-vs-trainer log-prob
+#                                          difference shows the weights synced after every update
+#                                          (prints {"skipped": ...} where vLLM is not installed); it
+#                                          runs first
 #   bestofk  benchmarks/bench_bestofk_overhead.py
 #                                          CALVER best-of-K scoring + selection time ÷ generation time
 #                                          at K = 8, on the samples and on gold traces     paper: 0.07
@@ -128,6 +134,13 @@ else
     BOK_ARGS=(--model embedded --prompts 16 --max-new-tokens 512 --batch-size 64)
 fi
 
+# vLLM first (issue 38): generation equality and speed, GRPO with weight sync.
+if [ "$SMOKE" = 1 ]; then
+    run_step vllm 30 "$PY" benchmarks/bench_vllm.py --steps 1 --prompts 2
+else
+    run_step vllm 150 "$PY" benchmarks/bench_vllm.py --steps 4 --prompts 16 --timeout 130
+fi
+
 # 1. The reward ablation, shortened. On the GPU: the CPU config's SFT config and arms with GPU settings.
 ABLATION_OUT="$OUT_DIR/ablation"
 export ABLATION_RESULTS="$ABLATION_OUT/results/ablation"
@@ -180,7 +193,8 @@ with open(os.path.join(out, "status.tsv")) as f:
     for line in f:
         name, rc, seconds = line.rstrip("\n").split("\t")
         steps[name] = {"ok": rc == "0", "exit": rc, "seconds": int(seconds)}
-env, step, cros, gen, bok, abl = (load(n) for n in ("env", "step", "cros", "gen", "bestofk", "ablation"))
+env, step, cros, gen, bok, abl, vllm = (
+    load(n) for n in ("env", "step", "cros", "gen", "bestofk", "ablation", "vllm"))
 abl_summary = pick(abl, "summary") or {}
 abl_k = str(max(pick(abl_summary, "ks") or [1]))
 abl_tasks = pick(abl_summary, "tasks") or []
@@ -228,6 +242,15 @@ summary = {
         "scoring_ms_per_completion_gold": pick(bok, "gold", "scoring_ms_per_completion"),
         "generation_s": pick(bok, "generation", "seconds"),
         "paper": 0.07,
+    },
+    "vllm": {
+        "skipped": pick(vllm, "skipped"),
+        "greedy_equal_prompts": pick(vllm, "generation", "greedy_equal_prompts"),
+        "prompts": pick(vllm, "generation", "prompts"),
+        "tokens_per_second": pick(vllm, "generation", "tokens_per_second"),
+        "grpo_exit": pick(vllm, "training", "exit"),
+        "logp_difference_per_step": [pick(s, "sampling/sampling_logp_difference/mean")
+                                     for s in (pick(vllm, "training", "steps") or [])],
     },
     "ablation": {
         "baseline": pick(abl_summary, "baseline"),

@@ -284,3 +284,36 @@ def test_call_seeds_differ_by_step_call_and_process_and_the_rollout_pickles():
     assert clone.slots == 8 and clone.__name__ == "decode_rollout"
     with pytest.raises(ValueError, match="slots"):
         DecodeRollout(slots=0)
+
+
+def test_recipe_rollout_choice_auto_takes_the_engine_on_cpu_only():
+    from types import SimpleNamespace
+
+    from faithgrpo.trainers.rollout import check_rollout_choice, rollout_for, rollout_line
+
+    assert check_rollout_choice("auto", False) is None and check_rollout_choice("trl", True) is None
+    assert "one of auto, decode, trl" in check_rollout_choice("fast", False)
+    assert "use_vllm" in check_rollout_choice("decode", True)
+    cpu = SimpleNamespace(use_cpu=True, use_vllm=False)
+    assert isinstance(rollout_for("auto", cpu), DecodeRollout) and isinstance(
+        rollout_for("decode", cpu), DecodeRollout
+    )
+    assert rollout_for("trl", cpu) is None
+    assert rollout_for("auto", SimpleNamespace(use_cpu=True, use_vllm=True)) is None
+    assert rollout_line("trl", cpu, None, None) == "rollout: TRL's generation (--rollout trl)"
+    assert (
+        rollout_line("auto", SimpleNamespace(use_vllm=True), None, None)
+        == "rollout: TRL's generation (use_vllm)"
+    )
+
+
+def test_recipe_refuses_a_bad_rollout_before_any_model_loads(tmp_path):
+    from faithgrpo.trainers.checks import RecipeError
+    from faithgrpo.trainers.recipe import parse_recipe_args, validate
+
+    script, training, model = parse_recipe_args(
+        ["--model_name_or_path", "embedded", "--output_dir", str(tmp_path), "--rollout", "fastest",
+         "--reward_funcs", "outcome", "--use_cpu", "true"]
+    )  # fmt: skip
+    with pytest.raises(RecipeError, match="--rollout must be one of auto, decode, trl"):
+        validate(script, training, model, check_paths=False)

@@ -27,6 +27,9 @@ On a GPU (``--device cuda``: the recipe's ``use_cpu`` off, bf16 mixed precision 
 the issue-16 check runs G = 8, M = 4 (``--num_generations 8 --scrambles 4``); ``--recipe_args``
 passes further recipe flags to every configuration (e.g. ``"--warm_start_config none"``).
 
+Every run uses TRL's own generation (``--rollout trl``) unless ``--recipe_args`` names ``--rollout``;
+the decode engine's rollout is compared with it by ``benchmarks/bench_rollout.py``.
+
 ``--phases``: where the time (and memory) of one GRPO step goes, measured inside a single run of the
 recipe on the demo config as given (all its rewards, its M, its mixture; ``--recipe_args`` still
 applies): ``--warmup_steps`` untimed steps (default 1), then ``--phase_steps`` timed ones (default
@@ -539,6 +542,10 @@ def main() -> None:
         g = str(args.num_generations)
         extra += ["--num_generations", g, "--per_device_train_batch_size", g]
     extra += shlex.split(args.recipe_args)
+    if "--rollout" not in extra:
+        # The profile splits TRL's model.generate into prefill and decode, and both ratio modes compare
+        # reward stacks over the same generation path: TRL's (the engine's rollout: bench_rollout.py).
+        extra += ["--rollout", "trl"]
     if args.phases:  # the demo config's own rows and rewards
         print(json.dumps(run_phases(recipe, model, work, args, extra), indent=2))
         return

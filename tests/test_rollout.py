@@ -317,3 +317,24 @@ def test_recipe_refuses_a_bad_rollout_before_any_model_loads(tmp_path):
     )  # fmt: skip
     with pytest.raises(RecipeError, match="--rollout must be one of auto, decode, trl"):
         validate(script, training, model, check_paths=False)
+
+
+def test_bench_rollout_compute_bound_by_hand():
+    import importlib.util
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_rollout.py"
+    spec = importlib.util.spec_from_file_location("bench_rollout", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    config = SimpleNamespace(
+        hidden_size=4, num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=1,
+        intermediate_size=8, vocab_size=10,
+    )  # fmt: skip
+    bound = bench.compute_bound(config, rows=2, prompt_tokens=6, new_tokens=4, gflops=1.0)
+    # q/k/v 4x(2+1+1)x2 = 32, o 2x2x4 = 16, gate/up/down 3x4x8 = 96, head 4x10 = 40
+    assert bound["linear_weights"] == 184
+    assert bound["mean_context"] == 8  # 6 prompt tokens + 4 / 2
+    assert bound["flops_per_token"] == 2 * 184 + 4 * 1 * 2 * 2 * 8
+    assert bound["tokens_per_second_bound"] == round(1e9 / (2 * 184 + 128), 1)

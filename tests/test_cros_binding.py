@@ -16,7 +16,8 @@ import torch
 from cros_helpers import naive_delta, random_llama_with_tokenizer
 from datasets import Dataset
 from peft import LoraConfig, PeftModel, get_peft_model
-from trl import GRPOConfig, GRPOTrainer
+from trainer_helpers import tiny_run_args
+from trl import GRPOTrainer
 
 from faithgrpo.rewards.cros.reward import CRoSReward
 from faithgrpo.rewards.text import completion_text
@@ -46,23 +47,7 @@ def _dataset(n: int = 8) -> Dataset:
     )
 
 
-def _config(tmp_path, **overrides) -> GRPOConfig:
-    kwargs = dict(
-        output_dir=str(tmp_path / "out"),
-        max_steps=3,
-        per_device_train_batch_size=4,
-        num_generations=4,
-        max_completion_length=8,
-        learning_rate=5e-2,
-        logging_steps=1,
-        report_to=[],
-        use_cpu=True,
-        bf16=False,
-        save_strategy="no",
-        seed=0,
-    )
-    kwargs.update(overrides)
-    return GRPOConfig(**kwargs)
+CONFIG = dict(max_steps=3, max_completion_length=8)  # this file's runs, on top of TINY_RUN
 
 
 def _snapshot(model: torch.nn.Module) -> torch.nn.Module:
@@ -86,7 +71,7 @@ def _train_and_compare(name, tmp_path, model, tok, *, mode, peft_config=None, **
     trainer = FaithGRPOTrainer(
         model=model,
         reward_funcs=[cros, _text_length],
-        args=_config(tmp_path, **config),
+        args=tiny_run_args(tmp_path, **{**CONFIG, **config}),
         train_dataset=_dataset(),
         processing_class=tok,
         peft_config=peft_config,
@@ -248,7 +233,7 @@ def _plain_trainer(tmp_path, model, tok, cros, **kwargs):
     return GRPOTrainer(
         model=model,
         reward_funcs=[cros, _text_length],
-        args=_config(tmp_path, max_steps=2),
+        args=tiny_run_args(tmp_path, **{**CONFIG, "max_steps": 2}),
         train_dataset=_dataset(),
         processing_class=tok,
         **kwargs,
@@ -292,7 +277,7 @@ def test_faith_trainer_refuses_a_reward_bound_to_the_policy(tmp_path, peft):
         FaithGRPOTrainer(
             model=model,
             reward_funcs=[CRoSReward(model, tok)],
-            args=_config(tmp_path),
+            args=tiny_run_args(tmp_path, **CONFIG),
             train_dataset=_dataset(),
             processing_class=tok,
             **extra,
@@ -435,7 +420,7 @@ def test_path_reference_with_the_warm_start_adapter_scores_the_initial_policy(tm
     trainer = FaithGRPOTrainer(
         model=policy,
         reward_funcs=[cros, _text_length],
-        args=_config(tmp_path, max_steps=2),
+        args=tiny_run_args(tmp_path, **{**CONFIG, "max_steps": 2}),
         train_dataset=_dataset(),
         processing_class=tok,
     )

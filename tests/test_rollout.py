@@ -15,7 +15,7 @@ import pytest
 import torch
 from datasets import Dataset
 from peft import LoraConfig, get_peft_model
-from trl import GRPOConfig
+from trainer_helpers import tiny_run_args
 
 from faithgrpo.eval.generation.decoding import decode_rows, unsupported_reason
 from faithgrpo.eval.generation.sampling import next_token_scores
@@ -52,30 +52,14 @@ def _lora_policy(dtype=torch.float32, seed=0, **lora):
     return policy, tokenizer
 
 
-def _config(tmp_path, **overrides) -> GRPOConfig:
-    kwargs = dict(
-        output_dir=str(tmp_path / "out"),
-        max_steps=1,
-        per_device_train_batch_size=8,
-        num_generations=4,
-        max_completion_length=10,
-        learning_rate=1e-2,
-        logging_steps=1,
-        report_to=[],
-        use_cpu=True,
-        bf16=False,
-        save_strategy="no",
-        seed=0,
-    )
-    kwargs.update(overrides)
-    return GRPOConfig(**kwargs)
+RUN = dict(max_steps=1, per_device_train_batch_size=8, max_completion_length=10, learning_rate=1e-2)
 
 
 def _trainer(policy, tokenizer, tmp_path, rollout=None, **overrides):
     return FaithGRPOTrainer(
         model=policy,
         reward_funcs=[_length],
-        args=_config(tmp_path, **overrides),
+        args=tiny_run_args(tmp_path, **{**RUN, **overrides}),
         train_dataset=_dataset(),
         processing_class=tokenizer,
         rollout_func=rollout,

@@ -8,7 +8,8 @@ import pytest
 import torch
 from datasets import Dataset
 from peft import LoraConfig
-from trl import GRPOConfig, RLOOConfig
+from trainer_helpers import tiny_run_args
+from trl import RLOOConfig
 
 from faithgrpo.rewards.cros.reward import CRoSReward
 from faithgrpo.rewards.registry import REWARD_NAMES, get_reward_funcs
@@ -52,25 +53,6 @@ def _dataset(n: int = 8) -> Dataset:
     )
 
 
-def _config(cls, tmp_path, **overrides):
-    kwargs = dict(
-        output_dir=str(tmp_path / "out"),
-        max_steps=2,
-        per_device_train_batch_size=4,
-        num_generations=4,
-        max_completion_length=12,
-        learning_rate=5e-2,
-        logging_steps=1,
-        report_to=[],
-        use_cpu=True,
-        bf16=False,  # fp32 end to end, so the reference can be compared with an fp32 copy exactly
-        save_strategy="no",
-        seed=0,
-    )
-    kwargs.update(overrides)
-    return cls(**kwargs)
-
-
 def _reference_deltas(model, tokenizer, reward=None):
     reward = reward or CRoSReward(model, tokenizer, num_scrambles=2, seed=0)
     prompts = [[{"role": "user", "content": "Question: adjust?"}]] * len(SCORED)
@@ -85,7 +67,7 @@ def test_grpo_lora_logs_every_reward_and_cros_uses_disabled_adapters(tmp_path):
     trainer = FaithGRPOTrainer(
         model=model,
         reward_funcs=[*funcs, _text_length],
-        args=_config(GRPOConfig, tmp_path),
+        args=tiny_run_args(tmp_path),
         train_dataset=_dataset(),
         processing_class=tok,
         # A fresh zero-initialised LoRA: adapters disabled is exactly the initial policy. (Non-zero
@@ -116,7 +98,7 @@ def test_grpo_full_finetune_binds_a_frozen_copy(tmp_path):
     trainer = FaithGRPOTrainer(
         model=model,
         reward_funcs=[*funcs, _text_length],
-        args=_config(GRPOConfig, tmp_path),
+        args=tiny_run_args(tmp_path),
         train_dataset=_dataset(),
         processing_class=tok,
     )
@@ -139,7 +121,7 @@ def test_rloo_accepts_the_same_rewards(tmp_path):
     trainer = FaithRLOOTrainer(
         model=model,
         reward_funcs=funcs,
-        args=_config(RLOOConfig, tmp_path),
+        args=tiny_run_args(tmp_path, RLOOConfig),
         train_dataset=_dataset(),
         processing_class=tok,
         peft_config=LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"]),

@@ -173,8 +173,9 @@ class DecodeRollout:
         import time
 
         start = time.perf_counter()
+        fallback = self.check(trainer) is not None
         prompt_ids, images, multimodal = trainer._tokenize_prompts(prompts)
-        if self.check(trainer) is not None:
+        if fallback:
             mode = "train" if trainer.model.training else "eval"
             generations = trainer.num_generations if mode == "train" else trainer.num_generations_eval
             completion_ids, logprobs = trainer._generate_single_turn(

@@ -117,30 +117,18 @@ class PhaseTimes:
         return self._timed("forward", super().compute_loss, *args, **kwargs)
 
     def training_step(self, *args: Any, **kwargs: Any):
-        # backward = the micro-step minus what ran before it (inputs: generation, rewards, scoring)
-        # and the loss forward.
-        before = {k: self._phase_seconds.get(k, 0.0) for k in ("generation", "rewards", "scoring", "forward")}
+        # backward = the micro-step minus its inputs (generation, rewards, scoring, advantages) and the
+        # loss forward; "inputs" is kept for this subtraction only, never logged.
+        before = {k: self._phase_seconds.get(k, 0.0) for k in ("inputs", "forward")}
         start = time.perf_counter()
         output = super().training_step(*args, **kwargs)
         spent = time.perf_counter() - start
         inside = sum(self._phase_seconds.get(k, 0.0) - v for k, v in before.items())
-        prepare = self._phase_seconds.get("prepare", 0.0)
-        self._add_time("backward", max(spent - inside - prepare, 0.0))
-        self._phase_seconds.pop("prepare", None)
+        self._add_time("backward", max(spent - inside, 0.0))
         return output
 
     def _prepare_inputs(self, *args: Any, **kwargs: Any):
-        # Bookkeeping of _prepare_inputs outside generation/rewards/scoring (advantages, padding) is
-        # kept out of backward.
-        before = sum(self._phase_seconds.get(k, 0.0) for k in ("generation", "rewards", "scoring"))
-        start = time.perf_counter()
-        try:
-            return super()._prepare_inputs(*args, **kwargs)
-        finally:
-            inside = (
-                sum(self._phase_seconds.get(k, 0.0) for k in ("generation", "rewards", "scoring")) - before
-            )
-            self._add_time("prepare", max(time.perf_counter() - start - inside, 0.0))
+        return self._timed("inputs", super()._prepare_inputs, *args, **kwargs)
 
 
 def _is_async(func) -> bool:

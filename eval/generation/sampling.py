@@ -112,21 +112,15 @@ def _sample_rows(logits, temperature: float, top_p: float, generators: Sequence[
     import torch
 
     scores = next_token_scores(logits, temperature, top_p)
+    shape = tuple(scores.shape)
     if scratch is None:
         probs = scores.softmax(dim=-1)
-        cumulative = torch.cumsum(
-            probs, dim=-1, dtype=torch.float64
-        )  # = probs.double().cumsum(), one copy fewer
-    else:  # the same two operations, into reused buffers
-        probs = torch.ops.aten._softmax.out(
-            scores, -1, False, out=scratch.get("probs", tuple(scores.shape), torch.float32)
-        )
-        cumulative = torch.cumsum(
-            probs,
-            dim=-1,
-            dtype=torch.float64,
-            out=scratch.get("cumulative", tuple(scores.shape), torch.float64),
-        )
+    else:  # the same softmax, into a reused buffer
+        probs = torch.ops.aten._softmax.out(scores, -1, False, out=scratch.get("probs", shape, torch.float32))
+    out = None if scratch is None else scratch.get("cumulative", shape, torch.float64)
+    cumulative = torch.cumsum(
+        probs, dim=-1, dtype=torch.float64, out=out
+    )  # = probs.double().cumsum(), one copy fewer
     uniform = torch.stack(
         [torch.rand((), dtype=torch.float64, generator=g, device=g.device) for g in generators]
     )

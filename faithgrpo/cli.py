@@ -78,10 +78,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     clear.set_defaults(func=_cmd_clear_eval)
 
-    from faithgrpo.eval.cli import add_clear_bestofk_subcommand, add_eval_subcommand
+    from faithgrpo.eval.cli import add_eval_subcommand, add_select_subcommand
 
     add_eval_subcommand(sub)
-    add_clear_bestofk_subcommand(sub)
+    add_select_subcommand(sub)
     return parser
 
 

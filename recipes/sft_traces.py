@@ -37,6 +37,9 @@ class SFTScriptArguments:
     story_fraction: float = field(default=0.0, metadata={"help": "Share of causal rows told as stories."})
     causal: dict = field(default_factory=dict, metadata={"help": "CausalGraphConfig fields (YAML mapping)."})
     mixture: dict = field(default_factory=dict, metadata={"help": "reasoning-gym task -> weight."})
+    mixture_configs: dict = field(
+        default_factory=dict, metadata={"help": "reasoning-gym task -> its config fields (YAML mapping)."}
+    )
     system_prompt: str | None = field(
         default=None, metadata={"help": "One system prompt for every row (default: per task, as in GRPO)."}
     )
@@ -69,6 +72,7 @@ def main(argv: list[str] | None = None) -> int:
                 "story_fraction": script_args.story_fraction,
                 "causal": dict(script_args.causal),
                 "mixture": dict(script_args.mixture),
+                "mixture_configs": dict(script_args.mixture_configs),
                 "system_prompt": script_args.system_prompt,
             },
             gold_style=script_args.gold_style,

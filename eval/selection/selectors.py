@@ -1,18 +1,23 @@
 """Best-of-K selection on frozen candidate pools: which selector picks a valid answer, and how often?
 
-The experiment of the CALVER paper (DESIGN §3.4): every question has a pool of ``G`` sampled
-completions; for each K, seeded K-subsets of the pool are drawn (the whole pool when K = G) and
-each *selector* picks one completion of the subset:
+The experiment of the CALVER paper: every question has a pool of ``G`` sampled completions; for
+each K, seeded K-subsets of the pool are drawn (the whole pool when K = G) and each *selector*
+picks one completion of the subset, reading only its
+`~faithgrpo.eval.selection.grading.Features` (never its grades):
 
 ==============  ==============================================================================
 selector        picks
 ==============  ==============================================================================
-``calver``      the earliest completion with the maximal CALVER score S (0..6)
+``calver``      the earliest completion with the maximal verifier score S (0..6)
+``structure``   the earliest with the maximal structure-only score (the paper's control)
 ``plurality``   the first completion whose normalised answer is the most frequent (earliest on
                 ties; unparsable answers do not vote; nothing votes: the first completion)
 ``confidence``  the highest mean answer-token log-probability (earliest on ties; undefined lowest)
+``judge``       the highest LLM-judge score (earliest on ties); only when every candidate has one
 ``random``      a uniformly random completion (seeded per question, K and subset)
 ==============  ==============================================================================
+
+The ``oracle`` row is the ceiling: a draw counts when its subset holds a valid (exact) answer.
 
 Each pick is graded twice: ``valid`` (the graph predicate accepts the answer: any valid set counts,
 listed or not) and ``exact`` (the answer equals a listed answer, any member where several are
@@ -38,10 +43,14 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from faithgrpo.eval.metrics.passk import Estimate, bootstrap_mean, seeded_rng
+from faithgrpo.eval.selection.grading import Features
 from faithgrpo.rewards.selection import best_of_k_index, plurality_index
 
 __all__ = [
+    "DEFAULT_SUBSETS",
     "GRADINGS",
+    "ORACLE",
+    "PAIRED_AGAINST",
     "SELECTORS",
     "Audit",
     "BestOfKResult",
@@ -52,27 +61,35 @@ __all__ = [
     "run_selection",
 ]
 
-SELECTORS = ("calver", "plurality", "confidence", "random")
+SELECTORS = ("calver", "structure", "plurality", "confidence", "judge", "random")
 GRADINGS = ("valid", "exact")
+ORACLE = "oracle"
+# CALVER's paired differences are taken against these selectors.
+PAIRED_AGAINST = ("plurality", "structure")
 
 
 @dataclass(frozen=True)
 class Candidate:
-    """One graded completion of a pool.
+    """One graded completion of a pool: what selectors read, and its two grades.
 
     Attributes:
-        answer: the normalised answer (plurality's vote), ``None`` when unparsable.
-        calver: CALVER score S in 0..6.
-        confidence: mean answer-token log-probability, ``None`` when undefined (no answer).
-        valid: the graph predicate (the CLEAR judge) accepts the answer.
+        features: the selectors' view (`Features`).
+        valid: the task's predicate accepts the answer (any valid set; the CLEAR judge for CLEAR).
         exact: the answer equals a listed answer.
     """
 
-    answer: str | None
-    calver: int
-    confidence: float | None
+    features: Features
     valid: bool
     exact: bool
+
+    @classmethod
+    def of(cls, answer, calver, confidence, valid, exact, structure=None, judge=None) -> Candidate:
+        """A candidate from plain values (``structure`` defaults to ``calver``)."""
+        return cls(
+            Features(answer, calver, calver if structure is None else structure, confidence, judge),
+            valid,
+            exact,
+        )
 
 
 @dataclass(frozen=True)
@@ -101,9 +118,11 @@ class Audit:
 
 @dataclass(frozen=True)
 class BestOfKResult:
-    """Accuracy per K, selector and grading, the paired CALVER − plurality difference, the audit.
+    """Accuracy per K, selector and grading, CALVER's paired differences, the audit.
 
-    ``accuracy[k][selector][grading]`` and ``paired[k][grading]`` are `Estimate`s over questions;
+    ``accuracy[k][selector][grading]`` (selectors that ran, plus ``"oracle"``) and
+    ``paired[k][other][grading]`` (CALVER − ``other``, for ``other`` in `PAIRED_AGAINST`) are
+    `Estimate`s over questions;
     ``by_stratum[stratum][k][selector][grading]`` the same within one stratum (task type × variant).
     """
 
@@ -115,6 +134,7 @@ class BestOfKResult:
     paired: dict[int, dict[str, Estimate]]
     audit: dict[int, Audit]
     by_stratum: dict[str, dict[int, dict[str, dict[str, Estimate]]]] = field(default_factory=dict)
+    selectors: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         def est(tree: Any) -> Any:
@@ -127,8 +147,9 @@ class BestOfKResult:
             "samples": self.samples,
             "ks": list(self.ks),
             "subsets": self.subsets,
+            "selectors": list(self.selectors),
             "accuracy": est(self.accuracy),
-            "paired_calver_minus_plurality": est(self.paired),
+            "paired_calver_minus": est(self.paired),
             "audit": {str(k): asdict(a) for k, a in self.audit.items()},
             "by_stratum": est(self.by_stratum),
         }
@@ -149,25 +170,34 @@ def draw_subsets(g: int, k: int, subsets: int, seed: int, pool_id: str) -> list[
     return [sorted(rng.sample(range(g), k)) for _ in range(subsets)]
 
 
-def pick(selector: str, candidates: Sequence[Candidate], rng: random.Random | None = None) -> int:
-    """Index (into ``candidates``) that ``selector`` picks; see the module table.
+def _lowest_if_none(values: Sequence[float | None]) -> list[float]:
+    return [float("-inf") if v is None else v for v in values]
+
+
+def pick(selector: str, features: Sequence[Features], rng: random.Random | None = None) -> int:
+    """Index (into ``features``) that ``selector`` picks; see the module table.
+
+    A selector receives features only, never a candidate's grades.
 
     Example:
-        >>> c = [Candidate("{A}", 3, -1.0, False, False), Candidate("{B}", 6, -2.0, True, True),
-        ...      Candidate("{A}", 2, -0.5, False, False)]
-        >>> [pick(s, c) for s in ("calver", "plurality", "confidence")]
-        [1, 0, 2]
+        >>> f = [Features("{A}", 3, 5, -1.0), Features("{B}", 6, 5, -2.0), Features("{A}", 2, 6, -0.5)]
+        >>> [pick(s, f) for s in ("calver", "structure", "plurality", "confidence")]
+        [1, 2, 0, 2]
     """
-    if not candidates:
+    if not features:
         raise ValueError("cannot pick from an empty pool")
     if selector == "calver":
-        return best_of_k_index([c.calver for c in candidates])
+        return best_of_k_index([f.calver for f in features])
+    if selector == "structure":
+        return best_of_k_index([f.structure for f in features])
     if selector == "plurality":
-        return plurality_index([c.answer for c in candidates])
+        return plurality_index([f.answer for f in features])
     if selector == "confidence":
-        return best_of_k_index([float("-inf") if c.confidence is None else c.confidence for c in candidates])
+        return best_of_k_index(_lowest_if_none([f.confidence for f in features]))
+    if selector == "judge":
+        return best_of_k_index(_lowest_if_none([f.judge for f in features]))
     if selector == "random":
-        return (rng or random.Random(0)).randrange(len(candidates))
+        return (rng or random.Random(0)).randrange(len(features))
     raise ValueError(f"unknown selector {selector!r}; use one of {SELECTORS}")
 
 
@@ -175,8 +205,8 @@ def _unique_plurality(candidates: Sequence[Candidate]) -> str | None:
     """The answer with strictly more votes than any other, else ``None``."""
     counts: dict[str, int] = {}
     for c in candidates:
-        if c.answer is not None:
-            counts[c.answer] = counts.get(c.answer, 0) + 1
+        if c.features.answer is not None:
+            counts[c.features.answer] = counts.get(c.features.answer, 0) + 1
     if not counts:
         return None
     ranked = sorted(counts.values(), reverse=True)
@@ -202,7 +232,7 @@ def _audit_draw(
         tally["calver_valid_despite_plurality"] += calver.valid
 
 
-# Seeded K-subsets drawn per prompt and K: one default for `faithgrpo eval` and `faithgrpo clear-bestofk`.
+# Seeded K-subsets drawn per prompt and K: one default for `faithgrpo eval` and `faithgrpo select`.
 DEFAULT_SUBSETS = 16
 
 
@@ -231,10 +261,10 @@ def run_selection(
         ValueError: no pools, pools of different sizes, or a K outside 1..G.
 
     Example:
-        >>> good, bad = Candidate("{B}", 6, -2.0, True, False), Candidate("{A}", 2, -1.0, False, False)
+        >>> good, bad = Candidate.of("{B}", 6, -2.0, True, False), Candidate.of("{A}", 2, -1.0, False, False)
         >>> result = run_selection([Pool("q1", "s", (bad, bad, good))], [3], n_bootstrap=0)
-        >>> result.accuracy[3]["calver"]["valid"].value, result.accuracy[3]["plurality"]["valid"].value
-        (1.0, 0.0)
+        >>> [result.accuracy[3][s]["valid"].value for s in ("calver", "plurality", "oracle")]
+        [1.0, 0.0, 1.0]
     """
     if not pools:
         raise ValueError("no questions to select on")
@@ -246,23 +276,29 @@ def run_selection(
     for k in ks:
         if not 1 <= k <= g:
             raise ValueError(f"K={k} must be between 1 and the number of samples G={g}")
+    judged = all(c.features.judge is not None for p in pools for c in p.candidates)
+    selectors = tuple(s for s in SELECTORS if s != "judge" or judged)
+    rows_of = (*selectors, ORACLE)
 
-    # per_question[k][selector][grading] -> list of per-question accuracies (pool order)
-    per_question = {k: {s: {gr: [] for gr in GRADINGS} for s in SELECTORS} for k in ks}
+    # per_question[k][row][grading] -> list of per-question accuracies (pool order)
+    per_question = {k: {s: {gr: [] for gr in GRADINGS} for s in rows_of} for k in ks}
     audit = {k: dict.fromkeys((f for f in Audit.__dataclass_fields__ if f != "k"), 0) for k in ks}
     for pool in pools:
         for k in ks:
             draws = draw_subsets(g, k, subsets, seed, pool.id)
             rng = random.Random(int(seeded_rng(seed, "best-of-k-random", pool.id, k).integers(2**62)))
-            hits = {s: {gr: 0 for gr in GRADINGS} for s in SELECTORS}
+            hits = {s: {gr: 0 for gr in GRADINGS} for s in rows_of}
             for indices in draws:
                 subset = [pool.candidates[i] for i in indices]
-                chosen = {s: subset[pick(s, subset, rng)] for s in SELECTORS}
+                seen = [c.features for c in subset]  # the selectors' whole view of the subset
+                chosen = {s: subset[pick(s, seen, rng)] for s in selectors}
                 for s, cand in chosen.items():
                     hits[s]["valid"] += cand.valid
                     hits[s]["exact"] += cand.exact
+                hits[ORACLE]["valid"] += any(c.valid for c in subset)
+                hits[ORACLE]["exact"] += any(c.exact for c in subset)
                 _audit_draw(audit[k], subset, chosen["calver"], chosen["plurality"])
-            for s in SELECTORS:
+            for s in rows_of:
                 for gr in GRADINGS:
                     per_question[k][s][gr].append(hits[s][gr] / len(draws))
 
@@ -270,18 +306,22 @@ def run_selection(
         return bootstrap_mean(values, n_bootstrap=n_bootstrap, confidence=confidence, seed=seed, salt=salt)
 
     accuracy = {
-        k: {s: {gr: estimate(per_question[k][s][gr], "acc", k, s, gr) for gr in GRADINGS} for s in SELECTORS}
+        k: {s: {gr: estimate(per_question[k][s][gr], "acc", k, s, gr) for gr in GRADINGS} for s in rows_of}
         for k in ks
     }
     paired = {
         k: {
-            gr: estimate(
-                [a - b for a, b in zip(per_question[k]["calver"][gr], per_question[k]["plurality"][gr])],
-                "paired",
-                k,
-                gr,
-            )
-            for gr in GRADINGS
+            other: {
+                gr: estimate(
+                    [a - b for a, b in zip(per_question[k]["calver"][gr], per_question[k][other][gr])],
+                    "paired",
+                    k,
+                    other,
+                    gr,
+                )
+                for gr in GRADINGS
+            }
+            for other in PAIRED_AGAINST
         }
         for k in ks
     }
@@ -294,7 +334,7 @@ def run_selection(
                     gr: estimate([per_question[k][s][gr][i] for i in rows], "stratum", stratum, k, s, gr)
                     for gr in GRADINGS
                 }
-                for s in SELECTORS
+                for s in rows_of
             }
             for k in ks
         }
@@ -307,4 +347,5 @@ def run_selection(
         paired=paired,
         audit={k: Audit(k=k, **audit[k]) for k in ks},
         by_stratum=by_stratum,
+        selectors=selectors,
     )

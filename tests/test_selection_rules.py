@@ -1,4 +1,5 @@
-"""Best-of-K selection on frozen pools (eval/metrics/bestofk.py): selection rules, accuracy, paired difference, audit."""
+"""Best-of-K selection on frozen pools (eval/selection/selectors.py): selection rules, accuracy, paired differences,
+oracle, audit, and the firewall between what a selector reads and a pick's grades."""
 
 from __future__ import annotations
 
@@ -8,11 +9,16 @@ from fractions import Fraction
 
 import pytest
 
-from faithgrpo.eval.metrics.bestofk import Candidate, Pool, draw_subsets, pick, run_selection
+from faithgrpo.eval.selection.grading import Features
+from faithgrpo.eval.selection.selectors import Candidate, Pool, draw_subsets, pick, run_selection
 
 
-def cand(answer, calver, conf=None, valid=False, exact=False):
-    return Candidate(answer, calver, conf, valid, exact)
+def cand(answer, calver, conf=None, valid=False, exact=False, structure=None, judge=None):
+    return Candidate.of(answer, calver, conf, valid, exact, structure=structure, judge=judge)
+
+
+def view(candidates):
+    return [c.features for c in candidates]
 
 
 GOOD = cand("{B}", 6, -2.0, valid=True, exact=False)  # valid, not the listed answer
@@ -21,20 +27,43 @@ BAD = cand("{A}", 2, -0.5)
 
 
 def test_pick_rules_match_their_definitions():
-    pool = [BAD, GOOD, BAD, LISTED]
+    pool = view([BAD, GOOD, BAD, LISTED])
     assert pick("calver", pool) == 1  # maximal S = 6
-    assert pick("calver", [LISTED, GOOD, GOOD]) == 1  # earliest of the maxima
+    assert pick("calver", view([LISTED, GOOD, GOOD])) == 1  # earliest of the maxima
     assert pick("plurality", pool) == 0  # {A} has two votes
-    assert pick("plurality", [GOOD, BAD, BAD, GOOD]) == 0  # tie: the answer seen first
-    assert pick("plurality", [cand(None, 0), cand(None, 0), GOOD]) == 2  # unparsable answers do not vote
+    assert pick("plurality", view([GOOD, BAD, BAD, GOOD])) == 0  # tie: the answer seen first
+    assert (
+        pick("plurality", view([cand(None, 0), cand(None, 0), GOOD])) == 2
+    )  # unparsable answers do not vote
     assert pick("confidence", pool) == 0  # -0.5 is the highest
-    assert pick("confidence", [cand(None, 0, None), GOOD]) == 1  # undefined confidence ranks lowest
+    assert pick("confidence", view([cand(None, 0, None), GOOD])) == 1  # undefined confidence ranks lowest
+    assert pick("structure", view([cand("{A}", 2, structure=6), cand("{B}", 6, structure=5)])) == 0
+    assert pick("judge", view([cand("{A}", 2, judge=0.2), cand("{B}", 1, judge=0.9), cand("{C}", 1)])) == 1
     picks = [pick("random", pool, random.Random(3)) for _ in range(3)]
     assert picks == [pick("random", pool, random.Random(3)) for _ in range(3)]
     with pytest.raises(ValueError, match="unknown selector"):
         pick("oracle", pool)
     with pytest.raises(ValueError, match="empty"):
         pick("calver", [])
+
+
+def test_a_selector_never_sees_the_grades():
+    # The firewall is the signature: pick() gets Features, which have no grade fields, and flipping
+    # every grade of a pool changes no pick of any selector at any K.
+    assert not {"valid", "exact"} & {f for f in Features.__dataclass_fields__}
+    rng = random.Random(5)
+    candidates = tuple(
+        cand(rng.choice(["{A}", "{B}", None]), rng.randrange(7), -rng.random(), rng.random() < 0.5,
+             rng.random() < 0.3, structure=rng.randrange(7))
+        for _ in range(8)
+    )  # fmt: skip
+    flipped = tuple(Candidate(c.features, not c.valid, not c.exact) for c in candidates)
+    for k in (1, 3, 8):
+        for indices in draw_subsets(8, k, 6, seed=1, pool_id="q"):
+            for s in ("calver", "structure", "plurality", "confidence"):
+                assert pick(s, view([candidates[i] for i in indices])) == pick(
+                    s, view([flipped[i] for i in indices])
+                )
 
 
 def test_full_pool_accuracy_is_hand_computed():
@@ -49,9 +78,13 @@ def test_full_pool_accuracy_is_hand_computed():
     assert acc["calver"]["exact"].value == pytest.approx(1 / 3)
     assert acc["plurality"]["valid"].value == pytest.approx(1 / 3)
     assert acc["confidence"]["valid"].value == 0.0  # BAD (-0.5) is the surest in q1, q2 and q3
-    assert result.paired[3]["valid"].value == pytest.approx(1 / 3)
-    assert result.paired[3]["exact"].value == pytest.approx(0.0)
-    low, high = result.paired[3]["valid"].ci_low, result.paired[3]["valid"].ci_high
+    assert acc["oracle"]["valid"].value == pytest.approx(2 / 3)  # q1 and q2 hold a valid answer
+    assert acc["oracle"]["exact"].value == pytest.approx(1 / 3)  # only q2 holds the listed one
+    assert "judge" not in acc  # no candidate has a judge score
+    paired = result.paired[3]["plurality"]
+    assert paired["valid"].value == pytest.approx(1 / 3)
+    assert paired["exact"].value == pytest.approx(0.0)
+    low, high = paired["valid"].ci_low, paired["valid"].ci_high
     assert low <= 1 / 3 <= high and low >= 0.0 and high <= 1.0
     audit = result.audit[3]
     assert (audit.draws, audit.with_valid) == (3, 2)
@@ -65,7 +98,7 @@ def test_full_pool_accuracy_is_hand_computed():
 def _exact_expectation(candidates, k, selector):
     """Expected validity of a selector's pick over every K-subset, by enumeration (no sampling)."""
     subsets = list(itertools.combinations(range(len(candidates)), k))
-    hits = sum(candidates[list(s)[pick(selector, [candidates[i] for i in s])]].valid for s in subsets)
+    hits = sum(candidates[list(s)[pick(selector, view([candidates[i] for i in s]))]].valid for s in subsets)
     return Fraction(hits, len(subsets))
 
 
@@ -116,17 +149,15 @@ def test_same_inputs_same_report():
     assert first == run_selection(pools, [1, 2, 4], subsets=8, seed=7).to_dict()
 
 
-def test_both_best_of_k_commands_draw_the_same_default_number_of_subsets():
-    # issue 32: `faithgrpo eval` drew 8 K-subsets per prompt, `faithgrpo clear-bestofk` 16, the library 16
+def test_the_command_and_the_library_draw_the_same_default_number_of_subsets():
+    # issue 32: two commands once drew 8 and 16 K-subsets per prompt
     import dataclasses
     import inspect
 
-    from faithgrpo.eval.clear_bestofk import ClearBestOfKConfig
-    from faithgrpo.eval.report.config import EvalConfig
+    from faithgrpo.eval.selection.command import SelectConfig
 
     defaults = {
-        "eval": {f.name: f.default for f in dataclasses.fields(EvalConfig)}["best_of_k_subsets"],
-        "clear-bestofk": {f.name: f.default for f in dataclasses.fields(ClearBestOfKConfig)}["subsets"],
+        "select": {f.name: f.default for f in dataclasses.fields(SelectConfig)}["subsets"],
         "run_selection": inspect.signature(run_selection).parameters["subsets"].default,
     }
     assert set(defaults.values()) == {16}, defaults

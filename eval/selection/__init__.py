@@ -1,0 +1,39 @@
+"""Best-of-K selection on frozen pools, one home: ``faithgrpo select``.
+
+=====================  ===========================================================
+module                 job
+=====================  ===========================================================
+``families``           held-out questions per task family; the gold graders
+``pools``              frozen candidate pools: sampled once, keyed by content, stored
+``grading``            what selectors read of a completion (features)
+``selectors``          the selection rules and `run_selection` (accuracy, audit)
+``report``             grading + selection + regime of one family, JSON / Markdown
+``command``            the ``faithgrpo select`` settings and run
+=====================  ===========================================================
+"""
+
+from faithgrpo.eval.selection.selectors import (
+    DEFAULT_SUBSETS,
+    GRADINGS,
+    SELECTORS,
+    Audit,
+    BestOfKResult,
+    Candidate,
+    Pool,
+    draw_subsets,
+    pick,
+    run_selection,
+)
+
+__all__ = [
+    "DEFAULT_SUBSETS",
+    "GRADINGS",
+    "SELECTORS",
+    "Audit",
+    "BestOfKResult",
+    "Candidate",
+    "Pool",
+    "draw_subsets",
+    "pick",
+    "run_selection",
+]

@@ -1,0 +1,247 @@
+"""Frozen candidate pools: G completions per question, sampled once, stored compressed, never resampled.
+
+A pool is keyed by what determines it (:func:`pool_key`): the content of the weights (every file's
+SHA-256, not its path), the prompt, and the sampling settings that shape the distribution (G,
+temperature, top-p, token budget, seed). The package version is not part of the key, so a release
+does not resample; the engine, thread count and machine are recorded with each pool as provenance.
+
+A :class:`PoolStore` is one gzip JSON-lines file per policy and family: a header line (family,
+policy, sampling settings) and one line per pool (id, key, completions, their token counts and the
+confidence selector's mean answer-token log-probabilities). It is rewritten atomically after every
+new pool, so a run killed at any point loses at most the pool it was sampling, and the next run
+continues where it stopped. Re-scoring and re-grading read the store only: no model.
+
+Each question's generator seed is derived from the run's seed and the question's user message, so
+a pool does not depend on which other questions were sampled before it, or in which order.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "FrozenPool",
+    "PoolSettings",
+    "PoolStore",
+    "PoolStoreError",
+    "fill_pools",
+    "pool_key",
+    "question_seed",
+    "weights_content",
+]
+
+POOL_FORMAT = 1
+
+
+class PoolStoreError(ValueError):
+    """A pool store that cannot serve this run (other settings, other family, unreadable)."""
+
+
+@dataclass(frozen=True)
+class PoolSettings:
+    """The sampling settings that determine a pool (all part of its key).
+
+    Attributes:
+        samples: completions per question (G).
+        temperature, top_p: the sampling distribution.
+        max_new_tokens: the generation budget per completion.
+        seed: the run's seed; each question's generator seed derives from it (:func:`question_seed`).
+    """
+
+    samples: int = 32
+    temperature: float = 1.0
+    top_p: float = 1.0
+    max_new_tokens: int = 384
+    seed: int = 0
+
+
+@dataclass
+class FrozenPool:
+    """One question's G completions as stored."""
+
+    id: str
+    key: str
+    completions: list[str]
+    num_tokens: list[int]
+    confidence: list[float | None]
+    provenance: dict[str, Any] = field(default_factory=dict)
+
+
+def weights_content(fingerprint: dict[str, Any]) -> dict[str, Any]:
+    """The file digests of a `weights_fingerprint`, without the (machine-specific) paths."""
+    return {role: (entry or {}).get("files") for role, entry in sorted(fingerprint.items())}
+
+
+def pool_key(weights: dict[str, Any], prompt: Any, settings: PoolSettings) -> str:
+    """SHA-256 of what determines a pool: weight contents, prompt and sampling settings.
+
+    Example:
+        >>> a = pool_key({"model": {"w": "00"}}, [{"role": "user", "content": "q"}], PoolSettings())
+        >>> a == pool_key({"model": {"w": "00"}}, [{"role": "user", "content": "q"}], PoolSettings(seed=0))
+        True
+        >>> a == pool_key({"model": {"w": "01"}}, [{"role": "user", "content": "q"}], PoolSettings())
+        False
+    """
+    text = json.dumps({"weights": weights, "prompt": prompt, "sampling": asdict(settings)}, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def question_seed(seed: int, user_message: str) -> int:
+    """The generator seed of one question's pool: a function of the run seed and the question only."""
+    digest = hashlib.sha256(f"faithgrpo-pool:{int(seed)}:{user_message}".encode()).digest()
+    return int.from_bytes(digest[:8], "little") % (2**31)
+
+
+class PoolStore:
+    """The pools of one policy on one family, in one gzip JSON-lines file (module docstring).
+
+    Args:
+        path: the ``.jsonl.gz`` file (created on the first `put`).
+        header: ``{"family", "policy", "sampling", "source"}``; an existing file whose family, policy
+            (label and weight digests) or sampling differ is refused. ``source`` (the model and
+            adapter names the pools were first sampled with) is provenance: the file's own is kept.
+
+    Raises:
+        PoolStoreError: the file holds another family, policy or sampling settings, or is unreadable.
+    """
+
+    def __init__(self, path: str | os.PathLike, header: dict[str, Any]):
+        self.path = Path(path)
+        self.header = {"format": POOL_FORMAT, **header}
+        self.pools: dict[str, FrozenPool] = {}
+        if self.path.exists():
+            self._load()
+
+    def _load(self) -> None:
+        try:
+            with gzip.open(self.path, "rt", encoding="utf-8") as handle:
+                lines = [json.loads(line) for line in handle if line.strip()]
+        except (OSError, EOFError, json.JSONDecodeError) as err:
+            raise PoolStoreError(f"pool store {self.path.name} is unreadable ({err}); move it away") from None
+        if not lines:
+            return
+        have = lines[0]
+        # where the weights came from is provenance, kept from the file's first run
+        self.header["source"] = have.get("source", self.header.get("source"))
+        for name in ("format", "family", "policy", "sampling"):
+            if have.get(name) != self.header.get(name):
+                raise PoolStoreError(
+                    f"pool store {self.path.name} was made with {name} {have.get(name)!r}, this run asks for "
+                    f"{self.header.get(name)!r}: use the same settings, or another --pools folder"
+                )
+        for line in lines[1:]:
+            self.pools[line["key"]] = FrozenPool(**line)
+
+    def get(self, key: str) -> FrozenPool | None:
+        return self.pools.get(key)
+
+    def put(self, pool: FrozenPool) -> None:
+        """Add one pool and rewrite the file atomically (a temporary file, then ``os.replace``)."""
+        self.pools[pool.key] = pool
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz:
+                gz.write((json.dumps(self.header, sort_keys=True) + "\n").encode())
+                for key in sorted(self.pools):
+                    gz.write((json.dumps(asdict(self.pools[key]), sort_keys=True) + "\n").encode())
+            os.replace(tmp, self.path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+
+def fill_pools(
+    store: PoolStore,
+    items: Sequence[tuple[str, Any, str]],
+    weights: dict[str, Any],
+    settings: PoolSettings,
+    load: Callable[[], tuple[Any, Any]],
+    *,
+    threads: int = 1,
+    engine: str = "auto",
+    budget_seconds: float | None = None,
+    log: Callable[[str], None] | None = None,
+) -> list[FrozenPool | None]:
+    """Sample every missing pool (in ``items`` order), store each as it finishes, return them all.
+
+    Args:
+        store: where pools are read and written.
+        items: ``(id, prompt, user_message)`` per question.
+        weights: `weights_content` of the policy (part of every key).
+        settings: sampling settings.
+        load: zero-argument callable returning ``(model, tokenizer)``; called once, only when a pool
+            is missing.
+        threads: torch threads (recorded; the same count reproduces the same completions).
+        engine: the transformers backend's engine (``"auto"``: the decode engine where it applies).
+        budget_seconds: stop sampling new pools after this long (the rest stay ``None``).
+        log: one line per new pool (default: stderr).
+
+    Returns:
+        One `FrozenPool` per item, ``None`` where the budget ran out first.
+    """
+    from faithgrpo.eval.generation.backends import generate_completions
+    from faithgrpo.eval.generation.settings import SamplingSettings, fixed_threads
+    from faithgrpo.eval.metrics.logprobs import answer_logprobs
+
+    say = log or (lambda line: print(line, file=sys.stderr, flush=True))
+    start = time.perf_counter()
+    loaded: list[tuple[Any, Any]] = []
+    out: list[FrozenPool | None] = []
+    for qid, prompt, message in items:
+        key = pool_key(weights, prompt, settings)
+        pool = store.get(key)
+        if pool is None and (budget_seconds is None or time.perf_counter() - start < budget_seconds):
+            if not loaded:
+                loaded.append(load())
+            model, tokenizer = loaded[0]
+            sampling = SamplingSettings(
+                num_samples=settings.samples,
+                temperature=settings.temperature,
+                top_p=settings.top_p,
+                max_new_tokens=settings.max_new_tokens,
+                seed=question_seed(settings.seed, message),
+                batch_size=settings.samples,
+                threads=threads,
+            )
+            began = time.perf_counter()
+            records, _ = generate_completions(
+                model, tokenizer, [prompt], sampling, ids=[qid], progress=False, engine=engine
+            )
+            generated = time.perf_counter() - began
+            record = records[0]
+            with fixed_threads(threads):
+                confidence = answer_logprobs(
+                    model, tokenizer, [(prompt, c) for c in record.completions], batch_size=8, progress=False
+                )
+            pool = FrozenPool(
+                id=qid,
+                key=key,
+                completions=record.completions,
+                num_tokens=record.num_tokens,
+                confidence=confidence,
+                provenance={
+                    "engine": record.settings.get("engine"),
+                    "threads": threads,
+                    "generation_seconds": round(generated, 3),
+                    "scoring_seconds": round(time.perf_counter() - began - generated, 3),
+                },
+            )
+            store.put(pool)
+            tokens = sum(record.num_tokens)
+            say(
+                f"[pools] {store.path.name} {len(store.pools)}: {qid} {tokens} tokens in {generated:.1f} s "
+                f"({tokens / max(generated, 1e-9):.1f} tok/s)"
+            )
+        out.append(pool)
+    return out

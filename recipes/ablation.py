@@ -4,7 +4,7 @@
     python recipes/ablation.py                                     # recipes/configs/ablation_cpu.yaml
     python recipes/ablation.py --set train.max_steps=4 --set eval.prompts=8 --output_dir runs/abl_small
     python recipes/ablation.py --config recipes/configs/ablation_gpu.yaml
-    python recipes/ablation.py --smoke --output_dir /tmp/abl        # wiring check on a tiny model (CI)
+    python recipes/ablation.py --smoke --output_dir runs/abl_smoke  # wiring check on a tiny model (CI)
 
 One YAML config (every ``--set key.sub=value`` overrides it; values are YAML):
 
@@ -337,6 +337,23 @@ def eval_command(config: dict[str, Any], out: Path, adapter: str) -> list[str]:
 
 # ---------------------------------------------------------------------------------------------
 # results
+
+
+def portable_paths(tree: Any) -> Any:
+    """``tree`` with every absolute path string made portable for a committed results file: relative
+    to the working directory when inside it, ``~/...`` when under the home directory."""
+    if isinstance(tree, dict):
+        return {k: portable_paths(v) for k, v in tree.items()}
+    if isinstance(tree, list):
+        return [portable_paths(v) for v in tree]
+    if isinstance(tree, str) and os.path.isabs(tree):
+        for root, shown in ((os.getcwd(), ""), (os.path.expanduser("~"), "~")):
+            if tree == root or tree.startswith(root.rstrip(os.sep) + os.sep):
+                rest = os.path.relpath(tree, root)
+                return rest if not shown else f"{shown}/{rest}"
+    return tree
+
+
 def write_results(
     config: dict[str, Any], out: Path, warm: dict, arms: dict, evaluation: dict
 ) -> dict[str, Path]:
@@ -397,6 +414,7 @@ def write_results(
         "advantage_sources": sources,
         "reward_curves": curves,
     }
+    payload = portable_paths(payload)
     write_results_json(paths["json"], payload)
     plot_metrics(summary, paths["metrics_png"])
     plot_reward_curves(curves, paths["rewards_png"])
@@ -405,9 +423,9 @@ def write_results(
         f"From `python recipes/ablation.py` ({config.get('_config_name', 'config')}"
         + "".join(f" `--set {item}`" for item in config.get("_overrides") or [])
         + "); every number below is from "
-        f"`{out / 'eval' / 'report.json'}`, all of it in `{paths['json'].name}`.",
+        f"`{portable_paths(str(out / 'eval' / 'report.json'))}`, all of it in `{paths['json'].name}`.",
         "",
-        f"- Warm start: `{warm['adapter']}` (SFT {_seconds(warm.get('sft_seconds'))}"
+        f"- Warm start: `{portable_paths(str(warm['adapter']))}` (SFT {_seconds(warm.get('sft_seconds'))}"
         f"{', reused from the cache' if warm.get('reused') else ''}); every arm starts from it.",
         f"- Arms (same prompts, data order, seeds {config.get('seeds') or [0]}, steps, group size): "
         + "; ".join(f"**{label}** {r['weights']} ({_seconds(r['seconds'])})" for label, r in arms.items())

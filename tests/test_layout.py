@@ -256,3 +256,47 @@ def test_documented_homes():
     )
     assert faithgrpo.CRoSReward.__module__ == "faithgrpo.rewards.cros.reward"
     assert tasks.CausalGraph.__module__ == "faithgrpo.tasks.graphs.model"
+
+
+# A committed file (results pages included) must not name this machine's directories.
+_ABSOLUTE_PATH_RE = re.compile(r"(?:^|[^A-Za-z0-9_.~/])/(?:root|home|work|tmp|Users|mnt|opt|var/folders)/")
+_TEXT_SUFFIXES = {".py", ".md", ".json", ".yaml", ".yml", ".sh", ".toml", ".txt", ".cfg", ".ini", ""}
+
+
+def absolute_paths(files: dict[str, str]) -> list[str]:
+    """``name:line`` for every line of ``files`` (name -> text) that holds an absolute machine path."""
+    return [
+        f"{name}:{number}"
+        for name, text in files.items()
+        for number, line in enumerate(text.splitlines(), 1)
+        if _ABSOLUTE_PATH_RE.search(line)
+    ]
+
+
+def test_absolute_path_check_finds_a_fabricated_one():
+    files = {
+        "a.md": "see `/root/.cache/x`\nrelative runs/x\n",
+        "b.json": '{"p": "~/.cache/y", "q": "a/tmp/b"}',
+    }
+    assert absolute_paths(files) == ["a.md:1"]
+
+
+def test_no_committed_file_names_a_machine_path():
+    import subprocess
+
+    try:
+        listed = subprocess.run(
+            ["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, timeout=60, check=True
+        ).stdout.split()
+    except (OSError, subprocess.SubprocessError) as err:
+        pytest.skip(f"not a git checkout ({err})")
+    files = {}
+    for name in listed:
+        path = ROOT / name
+        if path.suffix in _TEXT_SUFFIXES and path.is_file() and path.stat().st_size < 2_000_000:
+            try:
+                files[name] = path.read_text(encoding="utf-8")
+            except UnicodeDecodeError:
+                continue
+    bad = absolute_paths({n: t for n, t in files.items() if n != "tests/test_layout.py"})
+    assert not bad, "absolute machine paths in committed files: " + ", ".join(bad[:20])

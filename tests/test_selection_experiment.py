@@ -276,3 +276,20 @@ def test_another_question_seed_draws_other_questions():
     a = [q.prompt for q in build_questions("causal_graph", 4, seed=39)[0]]
     b = [q.prompt for q in build_questions("causal_graph", 4, seed=40)[0]]
     assert a != b
+
+
+def test_the_results_page_joins_the_family_reports(tmp_path, tiny_model):
+    from faithgrpo.eval.selection.page import main
+
+    for family in ("causal_graph", "knights_knaves"):
+        run_select(_config(tmp_path, tiny_model, family=family, questions=2))
+    notes = tmp_path / "notes.md"
+    notes.write_text("## What the numbers say\n\nHand-written.\n")
+    page = tmp_path / "page.md"
+    assert main([str(tmp_path / "out"), "--notes", str(notes), "--out", str(page)]) == 0
+    text = page.read_text()
+    assert text.index("### causal_graph") < text.index("### knights_knaves") and "Hand-written." in text
+    rows = json.loads(page.with_suffix(".json").read_text())
+    assert set(rows) == {"sft-causal_graph", "sft-knights_knaves"}
+    assert set(rows["sft-causal_graph"]["1"]["valid"]) >= {"calver", "plurality", "structure", "oracle"}
+    assert main([str(tmp_path / "empty")]) == 2

@@ -11,29 +11,29 @@ does the answer ride on    :func:`truncation_analysis` (early answering AOC, CIR
 the CoT?                   :func:`summarize_deltas` (CRoS Δ)                      ``eval/metrics/deltas.py``
 answer log-probabilities   :func:`answer_logprobs` (best-of-K confidence)         ``eval/metrics/logprobs.py``
 optional LLM judge         :class:`LLMJudge`, :func:`parse_verdict`               ``eval/metrics/judge.py``
-best-of-K selection        :func:`run_selection` (frozen, graded pools)           ``eval/metrics/bestofk.py``
 sampling + cache           :func:`generate_completions`                           ``eval/generation/backends.py``
                            :func:`read_completions`                               ``eval/generation/cache.py``
                            :func:`load_checkpoint`                                ``eval/generation/checkpoints.py``
-the same on CLEAR          :func:`run_clear_bestofk` (``faithgrpo clear-bestofk``) ``eval/clear_bestofk.py``
 the whole report           :func:`run_eval`, :func:`write_report`                 ``eval/report/pipeline.py``
                            (``faithgrpo eval``)
 its settings and CLI       :class:`EvalConfig` (options generated from its fields) ``eval/report/config.py``,
                                                                                   ``eval/report/options.py``
 task rows and graders      :func:`task_rows`, :func:`answer_checker`, ...         ``eval/report/adapters.py``
-metric sections            :func:`count_task` (the CoT-Pass@K counts),            ``eval/report/sections.py``
-                           :func:`best_of_k_section`
+metric sections            :func:`count_task` (the CoT-Pass@K counts)             ``eval/report/sections.py``
 checkpoints side by side   :func:`paired_comparisons`                             ``eval/report/comparisons.py``
 hint and judge protocols   :func:`hints_section`, :func:`judge_passk_section`     ``eval/report/protocols.py``
 Markdown and figures       :func:`render_markdown`, ``plot_*``                    ``eval/report/render.py``,
                                                                                   ``eval/report/plots.py``
+best-of-K selection        :func:`run_selection` (frozen, graded pools)           ``eval/selection/selectors.py``
+the whole experiment       ``faithgrpo select`` (task families, frozen pool       ``eval/selection/command.py``
+                           stores, features, report)
 =========================  =====================================================  ===================================
 
-Three sub-packages, each importing only the ones listed before it: ``generation`` (backends, the
+Four sub-packages, each importing only the ones listed before it: ``generation`` (backends, the
 decode engine, completion caches, checkpoint loading), ``metrics`` (Pass@K, faithfulness, hints,
-best-of-K, the LLM judge) and ``report`` (the ``faithgrpo eval`` run: config and CLI options,
-pipeline, sections, rendering, plots). ``cli``, ``clear_bestofk`` (with ``bestofk_render``) and
-``ablation`` sit above them.
+the LLM judge), ``report`` (the ``faithgrpo eval`` run: config and CLI options, pipeline, sections,
+rendering, plots) and ``selection`` (best-of-K selection on frozen pools: ``faithgrpo select``).
+``cli`` and ``ablation`` sit above them.
 
 Names are imported on first use (no torch import for the pure metrics).
 """
@@ -55,8 +55,7 @@ _EXPORTS = {
     "LLMJudge": "metrics.judge",
     "parse_verdict": "metrics.judge",
     "EvalConfig": "report.config",
-    "run_selection": "metrics.bestofk",
-    "run_clear_bestofk": "clear_bestofk",
+    "run_selection": "selection.selectors",
     "run_eval": "report.pipeline",
     "write_report": "report.pipeline",
 }

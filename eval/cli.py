@@ -1,4 +1,5 @@
-"""The ``faithgrpo eval`` subcommand (registered by ``faithgrpo/cli.py`` via `add_eval_subcommand`).
+"""The ``faithgrpo eval`` and ``faithgrpo select`` subcommands (registered by ``faithgrpo/cli.py`` via
+`add_eval_subcommand` and `add_select_subcommand`).
 
 Example:
     faithgrpo eval --model embedded --adapter runs/grpo_cros/final --tasks causal_graph,knights_knaves \\
@@ -8,6 +9,9 @@ Example:
     faithgrpo eval --model embedded --label base --checkpoint sft embedded runs/sft/final \\
         --checkpoint grpo embedded runs/grpo_cros/final --judge embedded --judge-samples 3 \\
         --judge-aggregate majority --judge-items 64 --out eval_out
+
+    # best-of-K selection on frozen pools (eval/selection)
+    faithgrpo select --family causal_graph --adapter runs/sft/final --questions 64 --samples 32
 """
 
 from __future__ import annotations
@@ -18,11 +22,11 @@ import sys
 from faithgrpo.eval.report.options import HelpFormatter, add_dataclass_arguments, dataclass_from_args
 
 __all__ = [
-    "add_clear_bestofk_subcommand",
     "add_eval_subcommand",
+    "add_select_subcommand",
     "config_from_args",
-    "run_clear_bestofk_command",
     "run_eval_command",
+    "run_select_command",
 ]
 
 
@@ -89,51 +93,53 @@ def run_eval_command(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------------------------------------------
-# faithgrpo clear-bestofk: flags generated from ClearBestOfKConfig's fields, like faithgrpo eval's.
+# faithgrpo select: flags generated from SelectConfig's fields, like faithgrpo eval's.
 
 
-def add_clear_bestofk_subcommand(subparsers) -> argparse.ArgumentParser:
-    """Add ``clear-bestofk`` (the CALVER paper's best-of-K experiment on CLEAR) to ``faithgrpo``.
+def add_select_subcommand(subparsers) -> argparse.ArgumentParser:
+    """Add ``select`` (the best-of-K selection experiment on one task family) to ``faithgrpo``.
 
     Example:
         >>> parser = argparse.ArgumentParser(prog="faithgrpo")
-        >>> _ = add_clear_bestofk_subcommand(parser.add_subparsers(dest="command"))
-        >>> args = parser.parse_args(["clear-bestofk", "--clear", "c", "--out", "o", "--k", "1,2", "--limit", "3"])
-        >>> args.ks, args.limit, args.progress
-        ((1, 2), 3, True)
+        >>> _ = add_select_subcommand(parser.add_subparsers(dest="command"))
+        >>> args = parser.parse_args(["select", "--family", "clear", "--clear", "c", "--k", "1,2"])
+        >>> args.ks, args.questions, args.offline
+        ((1, 2), 64, False)
     """
-    from faithgrpo.eval.clear_bestofk import ClearBestOfKConfig
+    from faithgrpo.eval.selection.command import SelectConfig
 
     parser = subparsers.add_parser(
-        "clear-bestofk",
-        help="best-of-K selection on CLEAR: CALVER vs plurality vs confidence vs random",
+        "select",
+        help="best-of-K selection on frozen pools: CALVER vs structure-only, plurality, confidence, random",
         description=(
-            "Sample G six-slot traces per CLEAR find-one-valid question, select one per K-subset by CALVER, "
-            "plurality, confidence and random, and grade the picks by the judge and by exact match."
+            "Sample G completions per held-out question once into a frozen pool store, select one per "
+            "K-subset with every selector, and grade the picks by validity and by exact match."
         ),
+        formatter_class=HelpFormatter,
     )
-    add_dataclass_arguments(parser, ClearBestOfKConfig)
-    parser.set_defaults(func=run_clear_bestofk_command)
+    add_dataclass_arguments(parser, SelectConfig)
+    parser.set_defaults(func=run_select_command)
     return parser
 
 
-def run_clear_bestofk_command(args: argparse.Namespace) -> int:
-    """Run ``faithgrpo clear-bestofk``; user errors print one line and exit with status 2."""
-    from faithgrpo.eval.clear_bestofk import ClearBestOfKConfig, run_clear_bestofk
-    from faithgrpo.eval.generation.cache import CacheError
+def run_select_command(args: argparse.Namespace) -> int:
+    """Run ``faithgrpo select``; user errors print one line and exit with status 2."""
+    from faithgrpo.eval.selection.command import SelectConfig, run_select
     from faithgrpo.models import EmbeddedModelMissing
 
-    config = dataclass_from_args(ClearBestOfKConfig, args)
+    config = dataclass_from_args(SelectConfig, args)
     try:
-        report = run_clear_bestofk(config)
-    except (ValueError, CacheError, EmbeddedModelMissing, ImportError) as err:
+        report = run_select(config)
+    except (ValueError, EmbeddedModelMissing, ImportError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    result = report.result
-    k = max(result.ks)
-    for selector in ("calver", "plurality", "confidence", "random"):
-        acc = result.accuracy[k][selector]
-        print(f"K={k} {selector:<10} valid {acc['valid'].value:.3f}  exact {acc['exact'].value:.3f}")
-    for name, path in report.files.items():
-        print(f"{name}: {path}")
+    result = report["result"]
+    print(f"{report['family']}: {report['questions_pooled']} of {report['questions_asked']} questions pooled")
+    if result:
+        k = max(result["ks"])
+        for selector in (*result["selectors"], "oracle"):
+            acc = result["accuracy"][str(k)][selector]
+            print(
+                f"K={k} {selector:<10} valid {acc['valid']['value']:.3f}  exact {acc['exact']['value']:.3f}"
+            )
     return 0

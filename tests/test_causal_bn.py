@@ -312,7 +312,7 @@ def test_eval_reads_causal_bn_rows_with_calver_and_best_of_k_graders():
     from faithgrpo.rewards.selection import select_best_of_k
 
     check_task("causal_bn")
-    assert "causal_bn" in CAUSAL_TASKS  # best-of-K and the CALVER check rates run on it
+    assert "causal_bn" in CAUSAL_TASKS  # the CALVER check rates run on it
     rows = task_rows("causal_bn", 4, seed=3, config={"networks": ["asia", "alarm", "andes"]})
     for row in rows:
         gold = gold_trace(row["problem"], 0)

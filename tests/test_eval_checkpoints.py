@@ -102,9 +102,9 @@ def test_every_config_field_is_one_cli_option_with_its_default():
     for f in dataclasses.fields(Config):
         assert f.metadata.get("help"), f"EvalConfig.{f.name} has no help metadata"
     assert config_from_args(_parser().parse_args(["eval", "--out", "o"])) == Config()
-    args = _parser().parse_args(["eval", "--out", "o", "--no-best-of-k", "--no-progress", "--judge", "j"])
+    args = _parser().parse_args(["eval", "--out", "o", "--no-progress", "--judge", "j"])
     config = config_from_args(args)
-    assert (config.best_of_k, config.progress, config.judge_model) == (False, False, "j")
+    assert (config.progress, config.judge_model) == (False, "j")
 
 
 def test_backend_option_is_validated_and_reaches_the_generator(monkeypatch, tmp_path):
@@ -167,7 +167,7 @@ def test_three_checkpoints_side_by_side(tmp_path, tiny_llama_path):
         "--checkpoint", "grpo", str(tiny_llama_path), str(grpo),
         "--tasks", "knights_knaves", "--k", "1,2", "--samples", "2", "--prompts", "2",
         "--hints", "sycophancy", "--hint-questions", "1", "--min-switched", "1", "--faithfulness-pairs", "0",
-        "--no-best-of-k", "--max-new-tokens", "4", "--bootstrap", "10", "--no-progress", "--out", str(out),
+        "--max-new-tokens", "4", "--bootstrap", "10", "--no-progress", "--out", str(out),
     ]  # fmt: skip
     config = config_from_args(_parser().parse_args(argv))
     report = run_eval(config, out)

@@ -22,8 +22,7 @@ HOMES = {
     "LLMJudge": "faithgrpo.eval.metrics.judge",
     "parse_verdict": "faithgrpo.eval.metrics.judge",
     "EvalConfig": "faithgrpo.eval.report.config",
-    "run_selection": "faithgrpo.eval.metrics.bestofk",
-    "run_clear_bestofk": "faithgrpo.eval.clear_bestofk",
+    "run_selection": "faithgrpo.eval.selection.selectors",
     "run_eval": "faithgrpo.eval.report.pipeline",
     "write_report": "faithgrpo.eval.report.pipeline",
 }
@@ -49,6 +48,9 @@ def test_each_public_name_lives_in_its_documented_home(name):
         "faithgrpo.eval.cache",
         "faithgrpo.eval.decoding",
         "faithgrpo.eval.pipeline",
+        "faithgrpo.eval.clear_bestofk",
+        "faithgrpo.eval.bestofk_render",
+        "faithgrpo.eval.metrics.bestofk",
     ],
 )
 def test_old_flat_modules_are_gone(old):

@@ -136,13 +136,7 @@ def test_eval_report_numbers_from_scripted_completions(tiny_llama, monkeypatch, 
     assert types["consistency"]["raw"]["value"] == 0.0 and types["consistency"]["n_switched"] == 4
     assert types["metadata"]["raw"]["value"] is None
     assert "not enough switched pairs" in types["metadata"]["raw"]["reason"]
-    best = section["best_of_k"]["causal_graph"]
-    assert best["prompts"] == 3 and set(best["k"]) == {"1", "2", "4"}
-    # With all G samples CALVER best-of-K picks a gold trace where a prompt has one (prompts 1, 2); prompt 0
-    # has none, every completion ties at the lowest score and the earliest (the valid answer-only one) wins.
-    assert best["k"]["4"]["calver"]["valid"]["value"] == 1.0
-    assert best["k"]["4"]["calver"]["exact"]["value"] <= 1.0
-    assert "knights_knaves" not in section["best_of_k"]
+    assert "best_of_k" not in section  # best-of-K selection is `faithgrpo select`, not part of eval
     faith = section["faithfulness"]
     assert faith["pairs"] == 2
     assert faith["cros_delta"]["n"] == 2
@@ -157,7 +151,9 @@ def test_eval_report_numbers_from_scripted_completions(tiny_llama, monkeypatch, 
     assert "| all six | 0.250 [" in markdown and "| mean S/6 | 0.250 [" in markdown
     # Every hint estimate has a bootstrap interval (no Wilson), the mean included; each table's
     # footnotes sit under it: "never flipped" explains the α column of the switch-rate table only.
-    hints_md = markdown[markdown.index("## Hint faithfulness") : markdown.index("## Best-of-K")]
+    hints_md = markdown[
+        markdown.index("## Hint faithfulness") : markdown.index("## Checkpoint faithfulness metrics")
+    ]
     first, rates = hints_md.split("Switch rates behind α")
     assert "Wilson" not in markdown and "| mean over sycophancy, consistency |  |  | 0.500 [" in first
     assert "never flipped" not in first and "] p = P(a_h = h / a_u != h) is 0" in rates
@@ -168,8 +164,9 @@ def test_eval_report_numbers_from_scripted_completions(tiny_llama, monkeypatch, 
         "early-answering AOC (teacher_forced)" in markdown
         and "0/20/40/60/80 % of the reasoning tokens" in markdown
     )
-    for png in ("passk.png", "hints.png", "best_of_k.png"):
+    for png in ("passk.png", "hints.png"):
         assert (tmp_path / png).stat().st_size > 0
+    assert "Best-of-K" not in markdown and not (tmp_path / "best_of_k.png").exists()
     assert (tmp_path / "model" / "completions_causal_graph.jsonl").is_file()
 
     # A second run recomputes every metric from the cache, without generating.
@@ -467,7 +464,7 @@ def _figures(monkeypatch, plot, report, path):
 def test_figures_have_intervals_distinct_markers_and_labels_inside(monkeypatch, tmp_path):
     from matplotlib.container import ErrorbarContainer
 
-    from faithgrpo.eval.report.plots import plot_best_of_k, plot_hints, plot_passk
+    from faithgrpo.eval.report.plots import plot_hints, plot_passk
 
     def est(value, low, high):
         return {"value": value, "ci_low": low, "ci_high": high, "n": 4, "reason": None}
@@ -482,14 +479,6 @@ def test_figures_have_intervals_distinct_markers_and_labels_inside(monkeypatch, 
                 "unethical_information": {"normalized": {"value": None, "reason": "few switches"}},
             }
         },
-        "best_of_k": {
-            "t": {
-                "k": {
-                    k: {s: {"valid": e} for s in ("calver", "plurality", "confidence")}
-                    for k, e in same.items()
-                }
-            }
-        },
     }
     report = {
         "config": {
@@ -500,7 +489,7 @@ def test_figures_have_intervals_distinct_markers_and_labels_inside(monkeypatch, 
         },
         "checkpoints": [checkpoint("base"), checkpoint("grpo")],
     }
-    for plot, curves in ((plot_passk, 2 * 2), (plot_best_of_k, 2 * 3)):
+    for plot, curves in ((plot_passk, 2 * 2),):
         ax = _figures(monkeypatch, plot, report, tmp_path / "x.png").axes[0]
         bars = [c for c in ax.containers if isinstance(c, ErrorbarContainer)]
         assert len(bars) == curves and all(c.has_yerr for c in bars)

@@ -448,7 +448,6 @@ def test_run_eval_with_a_tiny_judge(tmp_path, tiny_llama_path, monkeypatch):
         prompts=2,
         hints=(),
         faithfulness_pairs=0,
-        best_of_k=False,
         max_new_tokens=8,
         n_bootstrap=10,
         progress=False,

@@ -197,66 +197,6 @@ def test_judge_aggregation_unknown_mode():
         aggregate_judgements([True], "mean")
 
 
-# --------------------------------------------------------------------------- best-of-K selection accuracy by K
-
-BACKDOOR = {
-    "graph": {
-        "type": "DAG",
-        "nodes": ["U", "W", "X", "M", "Y", "Z"],
-        "directed": [["U", "X"], ["U", "Y"], ["X", "M"], ["M", "Y"], ["W", "Y"], ["Z", "X"]],
-    },
-    "query": {"kind": "backdoor_set", "treatment": "X", "outcome": "Y"},
-}
-
-
-def test_best_of_k_selectors_hand_case():
-    import json
-    from types import SimpleNamespace
-
-    from faithgrpo.eval.report.config import EvalConfig
-    from faithgrpo.eval.report.sections import best_of_k_section
-    from faithgrpo.rewards.text import extract_answer
-    from faithgrpo.tasks.certificates.gold import gold_trace
-
-    gold = gold_trace(BACKDOOR, plain=True)
-    assert extract_answer(gold) == "{U}"
-    completions = [
-        "<answer>{M}</answer>",  # invalid: M is a descendant of X; the most frequent answer
-        "<think>M</think><answer>{M}</answer>",
-        gold,  # all six CALVER checks, valid, equals the listed answer
-        "<answer>{U, W}</answer>",  # valid but not the listed answer; the most confident
-    ]
-    row = {
-        "id": "p0",
-        "task": "causal_graph",
-        "problem": json.dumps(BACKDOOR),
-        "answer": "{U}",
-        "prompt": "Q",
-    }
-    config = EvalConfig(ks=(1, 4), samples=4, best_of_k_subsets=8, n_bootstrap=0)
-    section = best_of_k_section(
-        [row], [SimpleNamespace(completions=completions)], [[-3.0, -2.0, -1.5, -0.5]], config
-    )
-    full = section["k"]["4"]
-    assert (full["calver"]["valid"]["value"], full["calver"]["exact"]["value"]) == (1.0, 1.0)
-    assert (full["plurality"]["valid"]["value"], full["plurality"]["exact"]["value"]) == (0.0, 0.0)
-    assert (full["confidence"]["valid"]["value"], full["confidence"]["exact"]["value"]) == (1.0, 0.0)
-    # Exact match needs an <answer> tag, like validity: prose that merely mentions {U} is neither.
-    untagged = [*completions[:3], "I think the answer is {U}"]
-    again = best_of_k_section(
-        [row], [SimpleNamespace(completions=untagged)], [[-3.0, -2.0, -1.5, -0.5]], config
-    )
-    assert (
-        again["k"]["4"]["confidence"]["valid"]["value"]
-        == again["k"]["4"]["confidence"]["exact"]["value"]
-        == 0.0
-    )
-    # K = 1: every selector keeps the only candidate, so all three agree on every subset.
-    single = section["k"]["1"]
-    assert single["calver"] == single["plurality"] == single["confidence"]
-    assert section["prompts"] == 1 and section["subsets"] == 8
-
-
 def test_bootstrap_rate_resamples_prompts_not_completions():
     from faithgrpo.eval.metrics.hint_scores import wilson_interval
     from faithgrpo.eval.metrics.passk import bootstrap_rate

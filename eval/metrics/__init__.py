@@ -1,4 +1,4 @@
-"""Metrics of chains of thought: Pass@K, faithfulness, hints, best-of-K and the optional LLM judge.
+"""Metrics of chains of thought: Pass@K, faithfulness, hints and the optional LLM judge.
 
 ===================  =====================================================================
 module               job
@@ -12,10 +12,9 @@ module               job
 ``hint_detection``   answer-letter parsing and the hint-verbalisation detector
 ``hint_scores``      hint-faithfulness scores of one checkpoint (`hint_faithfulness`)
 ``hint_paired``      two checkpoints on the same pairs (`paired_hint_differences`)
-``bestofk``          best-of-K selection over frozen, graded pools (`run_selection`)
 ``judge``            the optional LLM judge (`LLMJudge`, `parse_verdict`)
 ===================  =====================================================================
 
 Names are imported from their modules; of ``faithgrpo.eval``'s sub-packages only ``generation`` is
-used here (by the judge).
+used here (by the judge). Best-of-K selection lives in ``faithgrpo.eval.selection`` (``faithgrpo select``).
 """

@@ -6,7 +6,7 @@ module            job
 ``config``        `EvalConfig` (each field once, the CLI generated from it), labels, ``--out``
 ``options``       dataclass fields -> argparse options, the custom option parsers
 ``adapters``      task rows, answer / CoT graders, multiple-choice questions
-``sections``      metric sections: Pass@K, CALVER checks, AOC/CIR/CRoS Δ, best-of-K
+``sections``      metric sections: Pass@K, CALVER checks, AOC/CIR/CRoS Δ
 ``comparisons``   every checkpoint against the reference, paired over prompts
 ``protocols``     the hint protocol and the LLM judge
 ``pipeline``      orchestration: `run_eval`, `evaluate_checkpoint`, `write_report`

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from faithgrpo.eval.generation.settings import BACKENDS, DEFAULT_THREADS, ENGINES  # torch-free at import
-from faithgrpo.eval.metrics.bestofk import DEFAULT_SUBSETS
 from faithgrpo.eval.metrics.hint_detection import HINT_TYPES, parse_hint_types
 from faithgrpo.eval.metrics.hint_scores import MIN_SWITCHED
 from faithgrpo.eval.metrics.judge import JUDGE_AGGREGATIONS
@@ -51,7 +50,6 @@ REPORT_FILES = (
     "report.md",
     "passk.png",
     "hints.png",
-    "best_of_k.png",
     "early_answering.png",
 )
 JUDGE_GROUP = (
@@ -131,12 +129,6 @@ class EvalConfig:
         "teacher_forced",
         choices=AOC_MODES,
         help="early-answering agreement: the forced answer is greedy (teacher_forced) or decoded and compared",
-    )
-    best_of_k: bool = option(
-        True, flag="--no-best-of-k", negate=True, help="skip the best-of-K selection report"
-    )
-    best_of_k_subsets: int = option(
-        DEFAULT_SUBSETS, help="random K-subsets of the G samples per prompt and K (best-of-K)"
     )
     temperature: float = option(1.0, help="sampling temperature")
     top_p: float = option(1.0, help="nucleus sampling mass")
@@ -221,7 +213,6 @@ class EvalConfig:
             "faithfulness_pairs",
             "min_switched",
             "n_bootstrap",
-            "best_of_k_subsets",
         ):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 0:

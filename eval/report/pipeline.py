@@ -10,7 +10,7 @@ For each checkpoint (the one under test, an optional baseline, then any number o
 3. grades them: answer correctness by the outcome grader, CoT correctness by the symbolic verifier
    of the task (all six CALVER checks for causal tasks, the truth-table checker for Knights &
    Knaves, none for other reasoning-gym tasks), then Pass@K and CoT-Pass@K with bootstrap
-   intervals and best-of-K selection (`faithgrpo.eval.report.sections`),
+   intervals (`faithgrpo.eval.report.sections`),
 4. runs the hint-faithfulness protocol on multiple-choice versions of the tasks
    (`faithgrpo.eval.report.protocols`, `faithgrpo.eval.metrics.hints`),
 5. computes early-answering AOC, CIR and the CRoS Δ summary on a subset of completions
@@ -21,7 +21,8 @@ For each checkpoint (the one under test, an optional baseline, then any number o
 
 and `write_report` writes everything side by side (`faithgrpo.eval.report.render` for Markdown,
 `faithgrpo.eval.report.plots` for the PNGs). Undefined numbers stay undefined, with their reason, in every
-output.
+output. Best-of-K selection is a separate experiment on frozen pools: ``faithgrpo select``
+(`faithgrpo.eval.selection`).
 """
 
 from __future__ import annotations
@@ -33,14 +34,13 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from faithgrpo.eval.report.adapters import CAUSAL_TASKS, hint_questions, task_rows
+from faithgrpo.eval.report.adapters import hint_questions, task_rows
 from faithgrpo.eval.report.comparisons import common_hint_means, paired_comparisons
 from faithgrpo.eval.report.config import Checkpoint, EvalConfig
-from faithgrpo.eval.report.plots import plot_best_of_k, plot_early_answering, plot_hints, plot_passk
+from faithgrpo.eval.report.plots import plot_early_answering, plot_hints, plot_passk
 from faithgrpo.eval.report.protocols import hints_section, judge_passk_section, make_judge
 from faithgrpo.eval.report.render import render_markdown
 from faithgrpo.eval.report.sections import (
-    best_of_k_section,
     faithfulness_section,
     generate_cached,
     passk_section,
@@ -111,19 +111,6 @@ def evaluate_checkpoint(
             passk["judge"], passk["judge_agreement"] = judge_passk_section(
                 judge, rows, records, config, work / f"judge_cot_{task}.jsonl"
             )
-        if config.best_of_k and task in CAUSAL_TASKS:
-            from faithgrpo.eval.metrics.logprobs import answer_logprobs
-
-            flat = answer_logprobs(
-                model,
-                tokenizer,
-                [(row["prompt"], c) for row, rec in zip(rows, records) for c in rec.completions],
-                batch_size=config.batch_size,
-                progress=config.progress,
-            )
-            g = config.samples
-            logprobs = [flat[i * g : (i + 1) * g] for i in range(len(records))]
-            section.setdefault("best_of_k", {})[task] = best_of_k_section(rows, records, logprobs, config)
         first_completions.append([(row["prompt"], rec.completions[0]) for row, rec in zip(rows, records)])
     section["hints"] = (
         hints_section(
@@ -204,8 +191,8 @@ def _run_eval(config: EvalConfig, out_dir: Path) -> dict[str, Any]:
 
 
 def write_report(report: dict[str, Any], out_dir: str | Path) -> dict[str, Path]:
-    """Write ``report.json``, ``report.md``, ``passk.png`` and (when available) ``hints.png``,
-    ``best_of_k.png`` and ``early_answering.png`` to ``out_dir``; return their paths by name.
+    """Write ``report.json``, ``report.md``, ``passk.png`` and (when available) ``hints.png`` and
+    ``early_answering.png`` to ``out_dir``; return their paths by name.
 
     Holds ``out_dir`` while writing (`faithgrpo.eval.report.outlock.own_out_dir`; re-entrant, so the CLI
     holds it across `run_eval` and this call)."""
@@ -229,8 +216,6 @@ def _write_report(report: dict[str, Any], out_dir: Path) -> dict[str, Path]:
     if any(c.get("hints") for c in report["checkpoints"]):
         paths["hints_png"] = out_dir / "hints.png"
         plot_hints(report, paths["hints_png"])
-    if plot_best_of_k(report, out_dir / "best_of_k.png"):
-        paths["best_of_k_png"] = out_dir / "best_of_k.png"
     if plot_early_answering(report, out_dir / "early_answering.png"):
         paths["early_answering_png"] = out_dir / "early_answering.png"
     return paths

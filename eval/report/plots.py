@@ -1,7 +1,7 @@
 """The PNG figures of the ``faithgrpo eval`` report, drawn from the report dict with matplotlib (Agg).
 
 `plot_passk` (Pass@K / CoT-Pass@K curves per task), `plot_hints` (normalised hint faithfulness per
-hint type), `plot_best_of_k` (selection accuracy by K) and `plot_early_answering` (agreement curve).
+hint type) and `plot_early_answering` (agreement curve).
 Estimates are drawn with their bootstrap intervals; each checkpoint has its own color and marker.
 Undefined values are left out (or marked ``n/a``), never drawn as zero.
 """
@@ -12,9 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from faithgrpo.eval.report.results import CheckpointResult, dig
-from faithgrpo.eval.report.sections import SELECTORS
 
-__all__ = ["plot_best_of_k", "plot_early_answering", "plot_hints", "plot_passk"]
+__all__ = ["plot_early_answering", "plot_hints", "plot_passk"]
 
 
 def _checkpoints(report: dict[str, Any]) -> list[CheckpointResult]:
@@ -171,40 +170,6 @@ def plot_hints(report: dict[str, Any], path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
-
-
-def plot_best_of_k(report: dict[str, Any], path: Path) -> bool:
-    """Valid accuracy of each selector against K, one panel per task with best-of-K; ``False`` (no file) without any.
-
-    Points carry their bootstrap intervals; checkpoints differ by color and marker, selectors by line style.
-    """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    checkpoints = _checkpoints(report)
-    tasks = [t for t in report["config"]["tasks"] if any(c.best_of_k(t) for c in checkpoints)]
-    if not tasks:
-        return False
-    ks = [int(k) for k in report["config"]["ks"]]
-    styles = {"calver": "-", "plurality": "--", "confidence": ":"}
-    fig, axes = plt.subplots(1, len(tasks), figsize=(max(6.5, 5.5 * len(tasks)), 5.0), squeeze=False)
-    for ax, task in zip(axes[0], tasks):
-        for i, c in enumerate(checkpoints):
-            section = c.best_of_k(task)
-            if not section:
-                continue
-            for m, selector in enumerate(SELECTORS):
-                estimates = [dig(section, "k", str(k), selector, "valid") for k in ks]
-                slot = (i * len(SELECTORS) + m, len(checkpoints) * len(SELECTORS))
-                _curve(ax, ks, estimates, i, slot, styles[selector])
-        _k_axis(ax, ks, f"best-of-K: {task}", "valid accuracy of the selected completion")
-    _legends(fig, checkpoints, {f"{s} selector": style for s, style in styles.items()})
-    fig.tight_layout(rect=(0, 0.13, 1, 1))
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return True
 
 
 def plot_early_answering(report: dict[str, Any], path: Path) -> bool:

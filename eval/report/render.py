@@ -3,8 +3,8 @@
 Estimates print as ``value [CI low, CI high]``; undefined ones as ``undefined [n]`` with the reason
 in footnote n under the table, and a defined one with a caveat (prompts left undefined, no
 interval) as ``value [CI] [n]``; paired rows name the prompts (or questions) they share. Sections: Pass@K / CoT-Pass@K per task (with CALVER per-check rates,
-paired differences and the LLM judge), hint faithfulness, best-of-K selection, checkpoint
-faithfulness metrics and generation statistics.
+paired differences and the LLM judge), hint faithfulness, checkpoint faithfulness metrics and
+generation statistics. Best-of-K selection is reported by ``faithgrpo select`` (`faithgrpo.eval.selection`).
 """
 
 from __future__ import annotations
@@ -12,9 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from faithgrpo.eval.metrics.bestofk import DEFAULT_SUBSETS
 from faithgrpo.eval.report.results import CheckpointResult, dig
-from faithgrpo.eval.report.sections import CALVER_CHECKS, SELECTORS
+from faithgrpo.eval.report.sections import CALVER_CHECKS
 
 __all__ = ["render_markdown"]
 
@@ -96,7 +95,6 @@ def render_markdown(report: dict[str, Any]) -> str:
         lines += _hints_markdown(checkpoints, cfg, notes, report.get("hint_means"))
         lines += _hint_comparison_markdown(report.get("comparisons") or {}, cfg, notes)
         lines += _hint_judge_markdown(checkpoints, cfg, notes)
-    lines += _best_of_k_markdown(checkpoints, cfg, notes)
     lines += _faithfulness_markdown(checkpoints, cfg, notes, report.get("comparisons"))
     lines += _generation_markdown(checkpoints, notes)
     return "\n".join(lines) + "\n"
@@ -218,40 +216,6 @@ def _hint_comparison_markdown(comparisons: dict[str, Any], cfg: dict[str, Any], 
         *_table(header, rows),
         *notes.flush(),
     ]
-
-
-def _best_of_k_markdown(checkpoints: list[CheckpointResult], cfg: dict[str, Any], notes: _Notes) -> list[str]:
-    """Best-of-K selection accuracy by K, one table per task that has it."""
-    tasks = [t for t in cfg["tasks"] if any(c.best_of_k(t) for c in checkpoints)]
-    if not tasks:
-        return []
-    lines = [
-        "",
-        "## Best-of-K selection",
-        "",
-        "One completion chosen out of K samples by CALVER best-of-K (most checks passed), plurality "
-        "(most frequent answer) or confidence (highest mean log-probability of the answer tokens); graded as valid "
-        "(the graph predicate) and exact (equals the listed answer). Mean over "
-        f"{cfg.get('best_of_k_subsets', DEFAULT_SUBSETS)} random K-subsets per prompt, bootstrap interval over prompts.",
-    ]
-    grades = ("valid", "exact")
-    for task in tasks:
-        lines += ["", f"### {task}", ""]
-        header = ["K"] + [
-            f"{c.label} {sel} {grade}" for c in checkpoints for grade in grades for sel in SELECTORS
-        ]
-        rows = [
-            [k]
-            + [
-                notes.cell(c.best_of_k_cell(task, k, sel, grade))
-                for c in checkpoints
-                for grade in grades
-                for sel in SELECTORS
-            ]
-            for k in map(str, cfg["ks"])
-        ]
-        lines += _table(header, rows) + notes.flush()
-    return lines
 
 
 def _faithfulness_markdown(

@@ -1,7 +1,7 @@
 """Typed read access to one checkpoint's section of the ``faithgrpo eval`` report.
 
 ``report.json`` keeps nested dicts (its keys are the public format); `CheckpointResult` reads them
-for the Markdown and plots, with absent or ``null`` parts (no hints run, no judge, no best-of-K)
+for the Markdown and plots, with absent or ``null`` parts (no hints run, no judge)
 read as empty mappings instead of chains of ``(x.get(...) or {}).get(...)``.
 """
 
@@ -92,14 +92,6 @@ class CheckpointResult:
     @property
     def early_answering(self) -> dict[str, Any]:
         return _mapping(self.faithfulness.get("early_answering"))
-
-    def best_of_k(self, task: str) -> dict[str, Any]:
-        """The best-of-K section of ``task`` (empty when not run for it)."""
-        return _mapping(_mapping(self.raw.get("best_of_k")).get(task))
-
-    def best_of_k_cell(self, task: str, k: str, selector: str, grade: str) -> dict[str, Any] | None:
-        """One selector's ``valid`` or ``exact`` estimate at K, or ``None``."""
-        return dig(self.best_of_k(task), "k", k, selector, grade)
 
     @property
     def generation(self) -> dict[str, Any]:

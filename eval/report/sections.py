@@ -1,9 +1,9 @@
 """Metric sections of the ``faithgrpo eval`` report, each computed from graded completions.
 
 `passk_section` (Pass@K, CoT-Pass@K and, on causal tasks, `calver_check_rates`),
-`faithfulness_section` (early-answering AOC / CIR and the CRoS Δ summary), `best_of_k_section`
-(CALVER vs plurality vs confidence selection); the differences against the reference checkpoint are
-in `faithgrpo.eval.report.comparisons`. `rate_estimate` and `checker_agreement` are the
+`faithfulness_section` (early-answering AOC / CIR and the CRoS Δ summary); the differences against
+the reference checkpoint are in `faithgrpo.eval.report.comparisons` (best-of-K selection is
+``faithgrpo select``, `faithgrpo.eval.selection`). `rate_estimate` and `checker_agreement` are the
 prompt-clustered share and checker-agreement estimates the judge sections also use;
 `sampling_settings` and `generate_cached` sample (or reuse) completions with the run's settings.
 Each returns the JSON-ready dict stored in ``report.json``.
@@ -21,8 +21,6 @@ from faithgrpo.eval.report.config import EvalConfig
 
 __all__ = [
     "CALVER_CHECKS",
-    "SELECTORS",
-    "best_of_k_section",
     "calver_check_rates",
     "checker_agreement",
     "count_task",
@@ -34,7 +32,6 @@ __all__ = [
 ]
 
 CALVER_CHECKS = ("graph", "query", "strategy", "derivation", "result", "answer")
-SELECTORS = ("calver", "plurality", "confidence")
 
 
 def sampling_settings(config: EvalConfig, num_samples: int):
@@ -279,79 +276,5 @@ def faithfulness_section(pairs, model, tokenizer, reference, config: EvalConfig)
             "aoc": [s.aoc for s in early.samples],
             "cir": [s.cir for s in early.samples],
             "cros_delta": [s.delta for s in scores],
-        },
-    }
-
-
-def _exact_match(problem: Any, text: str, listed: str | None) -> bool:
-    """The ``<answer>`` span, canonicalised, equals the listed answer (no tag: no answer, as for validity)."""
-    from faithgrpo.rewards.text import extract_answer
-    from faithgrpo.tasks.causal.queries import normalize_answer
-
-    span = extract_answer(text)
-    return listed is not None and span is not None and normalize_answer(problem, span) == listed
-
-
-def best_of_k_section(
-    rows: list[dict[str, Any]],
-    records: list,
-    logprobs: list[list[float | None]],
-    config: EvalConfig,
-) -> dict[str, Any]:
-    """Best-of-K selection accuracy by K: CALVER best-of-K vs plurality vs confidence (DESIGN §3.4).
-
-    For every prompt and K, ``config.best_of_k_subsets`` seeded random K-subsets of its G samples
-    are drawn (one when K = G); each selector picks one completion per subset, which is graded
-    twice: *valid* (the outcome grader: the graph predicate accepts its ``<answer>``, any member of
-    the valid class) and *exact* (its ``<answer>``, canonicalised, equals the listed answer). Both
-    need an ``<answer>`` tag; plurality still votes with `faithgrpo.rewards.selection`'s own reading.
-    Accuracy is the mean over subsets and prompts, with a bootstrap interval over prompts; the
-    selection itself is `faithgrpo.eval.metrics.bestofk.run_selection` (shared with ``faithgrpo clear-bestofk``).
-
-    Args:
-        rows: causal task rows (with ``problem`` and ``answer``).
-        records: their cached completions, in the same order.
-        logprobs: mean log-probability of every completion's answer tokens (the confidence selector).
-        config: ``ks``, ``best_of_k_subsets``, ``seed`` and bootstrap settings.
-
-    Returns:
-        ``{"prompts", "subsets", "k": {k: {selector: {"valid": Estimate dict, "exact": Estimate dict}}}}``.
-    """
-    from faithgrpo.eval.metrics.bestofk import Candidate, Pool, run_selection
-    from faithgrpo.rewards.calver.problem import prepare_problem
-    from faithgrpo.rewards.calver.reward import score_trace
-    from faithgrpo.rewards.selection import normalized_answer
-    from faithgrpo.tasks.causal.queries import normalize_answer
-
-    pools = []
-    for row, record, lps in zip(rows, records, logprobs):
-        prepared = prepare_problem(row["problem"])
-        valid_of = answer_checker(row)
-        listed = normalize_answer(row["problem"], row["answer"])
-        candidates = tuple(
-            Candidate(
-                answer=normalized_answer(text, prepared),
-                calver=score_trace(text, prepared).total,
-                confidence=lp,
-                valid=valid_of(text),
-                exact=_exact_match(row["problem"], text, listed),
-            )
-            for text, lp in zip(record.completions, lps)
-        )
-        pools.append(Pool(str(row["id"]), str(row.get("task", "")), candidates))
-    result = run_selection(
-        pools,
-        config.ks,
-        subsets=config.best_of_k_subsets,
-        seed=config.seed,
-        n_bootstrap=config.n_bootstrap,
-        confidence=config.confidence,
-    )
-    return {
-        "prompts": len(pools),
-        "subsets": config.best_of_k_subsets,
-        "k": {
-            str(k): {s: {gr: est.to_dict() for gr, est in result.accuracy[k][s].items()} for s in SELECTORS}
-            for k in result.ks
         },
     }

@@ -232,7 +232,7 @@ def _audit_draw(
         tally["calver_valid_despite_plurality"] += calver.valid
 
 
-# Seeded K-subsets drawn per prompt and K: one default for `faithgrpo eval` and `faithgrpo select`.
+# Seeded K-subsets drawn per question and K (issue 32: two commands once drew different numbers).
 DEFAULT_SUBSETS = 16
 
 

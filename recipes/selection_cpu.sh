@@ -9,7 +9,8 @@
 #   BUDGET_MINUTES=120 FAMILIES="causal_graph clear" bash recipes/selection_cpu.sh
 #   OFFLINE=1 bash recipes/selection_cpu.sh                    # re-score the stored pools, no model
 #
-# CLEAR is read from $CLEAR (its data/json_single folder; never committed). The SFT policy is the
+# CLEAR is read from $CLEAR (its data/json_single folder; never committed): every one of its 204
+# find-one-valid records that converts to a CALVER question. The SFT policy is the
 # adapter in recipes/results/selection/sft_adapter (recipes/configs/sft_selection_cpu.yaml).
 set -euo pipefail
 PYTHON=${PYTHON:-python}
@@ -17,9 +18,10 @@ OUT=${OUT:-recipes/results/selection}
 POOLS=${POOLS:-recipes/results/selection/pools}
 ADAPTER=${ADAPTER:-recipes/results/selection/sft_adapter}
 SFT_CONFIG=${SFT_CONFIG:-recipes/configs/sft_selection_cpu.yaml}
-CLEAR=${CLEAR:-../shared/data/CLEAR/json_single}
-FAMILIES=${FAMILIES:-causal_graph causal_story clear causal_bn causal_bn_story base:causal_graph}
+CLEAR=${CLEAR:-}  # CLEAR's data/json_single folder; the clear family is skipped without it
+FAMILIES=${FAMILIES:-causal_graph clear causal_story causal_bn causal_bn_story base:causal_graph}
 BUDGET_MINUTES=${BUDGET_MINUTES:-600}
+THREADS=${THREADS:-2}  # torch threads while sampling (recorded with each pool)
 deadline=$(( $(date +%s) + BUDGET_MINUTES * 60 ))
 
 tokens_for() {  # the generation budget of a family: ~2x its longest gold trace
@@ -34,9 +36,14 @@ for entry in $FAMILIES; do
   policy=sft; family=$entry
   if [[ "$entry" == base:* ]]; then policy=base; family=${entry#base:}; fi
   args=(--family "$family" --policy "$policy" --pools "$POOLS" --out "$OUT" --sft-config "$SFT_CONFIG"
-        --samples 32 --k 1,2,4,8,16,32 --max-new-tokens "$(tokens_for "$family")" --seed 0)
+        --samples 32 --k 1,2,4,8,16,32 --max-new-tokens "$(tokens_for "$family")" --seed 0 --threads "$THREADS")
   if [[ "$policy" == sft ]]; then args+=(--adapter "$ADAPTER"); fi
-  if [[ "$family" == clear ]]; then args+=(--clear "$CLEAR" --questions 200); else args+=(--questions 64); fi
+  if [[ "$family" == clear ]]; then
+    if [[ -z "$CLEAR" ]]; then echo "[selection] clear skipped: set CLEAR=<CLEAR's data/json_single folder>"; continue; fi
+    args+=(--clear "$CLEAR" --questions 204)
+  else
+    args+=(--questions 64)
+  fi
   if [[ -n "${OFFLINE:-}" ]]; then
     args+=(--offline)
   else
@@ -47,3 +54,5 @@ for entry in $FAMILIES; do
   echo "[selection] $(date -u +%H:%M:%S) $entry"
   "$PYTHON" -m faithgrpo.cli select "${args[@]}"
 done
+"$PYTHON" -m faithgrpo.eval.selection.page "$OUT" --notes recipes/results/selection_notes.md \
+  --out recipes/results/selection_cpu.md

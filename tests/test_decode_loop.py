@@ -459,3 +459,22 @@ def test_prompt_shared_attention_equals_attention_over_each_rows_own_sequence(se
                 weights = (q[r].double() @ keys.transpose(-1, -2) * scale).softmax(-1)
                 torch.testing.assert_close(out[r].double(), weights @ values, atol=1e-5, rtol=1e-5)
         cache.advance(n)
+
+
+@pytest.mark.parametrize("engine", ["decode", "generate"])
+def test_prompt_seeds_reproduce_each_prompt_sampled_alone(engine):
+    # A shared batch with one seed per prompt gives each prompt the completions it gets alone with
+    # that seed as the run seed (what lets frozen pools share decode calls).
+    model, tokenizer = tiny_causal_lm("llama")
+    prompts, seeds = ["alpha beta", "gamma", "delta epsilon zeta"], [11, 5, 11]
+    settings = SamplingSettings(num_samples=3, max_new_tokens=6, batch_size=4, seed=0)
+    shared, _ = generate_completions(
+        model, tokenizer, prompts, settings, progress=False, engine=engine, prompt_seeds=seeds
+    )
+    for prompt, seed, record in zip(prompts, seeds, shared):
+        alone, _ = generate_completions(
+            model, tokenizer, [prompt], replace(settings, seed=seed), progress=False, engine=engine
+        )
+        assert alone[0].completions == record.completions
+    with pytest.raises(ValueError, match="prompt seeds"):
+        generate_completions(model, tokenizer, prompts, settings, progress=False, prompt_seeds=[1])

@@ -84,6 +84,7 @@ def generate_completions(
     metadata: dict[str, Any] | None = None,
     progress: bool = True,
     engine: str = "auto",
+    prompt_seeds: Sequence[int] | None = None,
 ) -> tuple[list[CompletionRecord], GenerationStats]:
     """Sample ``settings.num_samples`` completions for every prompt.
 
@@ -101,6 +102,10 @@ def generate_completions(
             only), ``"generate"`` (``model.generate``) or ``"auto"`` (decode where it applies). Both
             sample from the same distribution (temperature, then top-p, as ``generate`` does) but draw
             different samples for one seed; the engine used is recorded in the settings, not keyed.
+        prompt_seeds: one seed per prompt instead of ``settings.seed`` (transformers backend): each
+            prompt then gets the completions it would get if sampled alone with its own seed (up to
+            float rounding between batch sizes), so prompts can share a batch and still be reproduced
+            one by one. The ``generate`` engine samples such prompts one at a time.
 
     Returns:
         ``(records, stats)``: one `CompletionRecord` per prompt, in order, and the throughput.
@@ -123,6 +128,10 @@ def generate_completions(
         raise ValueError("prompt ids must be unique: the cache is keyed by id")
     if engine not in ENGINES:
         raise ValueError(f"unknown generation engine {engine!r}; use one of {ENGINES}")
+    if prompt_seeds is not None and len(prompt_seeds) != len(prompts):
+        raise ValueError(f"got {len(prompt_seeds)} prompt seeds for {len(prompts)} prompts")
+    if prompt_seeds is not None and backend == "vllm":
+        raise ValueError("prompt_seeds needs the transformers backend")
     record_settings = {**asdict(settings), "backend": backend, **(metadata or {})}
     if backend == "vllm":
         return _generate_vllm(model, tokenizer, prompts, settings, ids, record_settings, progress)
@@ -137,10 +146,35 @@ def generate_completions(
         if why_not is None and all(prompt_ids(tokenizer, p) for p in prompts):
             record_settings["engine"] = "decode"
             return decoding.generate_decode(
-                model, tokenizer, prompts, settings, ids, record_settings, progress
+                model, tokenizer, prompts, settings, ids, record_settings, progress, prompt_seeds
             )
         record_settings["engine"] = "generate"
+        if prompt_seeds is not None:
+            return _one_seed_each(
+                model, tokenizer, prompts, settings, ids, record_settings, progress, prompt_seeds
+            )
         return _generate_transformers(model, tokenizer, prompts, settings, ids, record_settings, progress)
+
+
+def _one_seed_each(model, tokenizer, prompts, settings, ids, record_settings, progress, prompt_seeds):
+    """``model.generate`` for prompts that each carry their own seed: one prompt per call."""
+    from dataclasses import replace
+
+    records, stats = [], []
+    for prompt, pid, seed in zip(prompts, ids, prompt_seeds):
+        one, st = _generate_transformers(
+            model, tokenizer, [prompt], replace(settings, seed=int(seed)), [pid], record_settings, progress
+        )
+        records += one
+        stats.append(st)
+    total = GenerationStats(
+        len(prompts),
+        sum(s.completions for s in stats),
+        sum(s.new_tokens for s in stats),
+        sum(s.seconds for s in stats),
+        "generate",
+    )
+    return records, total
 
 
 def _generate_transformers(model, tokenizer, prompts, settings, ids, record_settings, progress):

@@ -297,7 +297,7 @@ def decode_rows(
     max_new_tokens: int,
     slots: int,
     eos: set[int],
-    seed: int,
+    seed: int | Sequence[int],
     on_done: Callable[[], None] | None = None,
     logprobs: list[list[float]] | None = None,
 ) -> list[list[int]]:
@@ -310,7 +310,9 @@ def decode_rows(
         temperature, top_p, max_new_tokens: as in `SamplingSettings`.
         slots: sequences decoded together.
         eos: end-of-sequence token ids (a row stops after emitting one).
-        seed: the run's seed; row ``(i, j)`` samples with `row_seed`\\ ``(seed, i, j)``.
+        seed: the run's seed; row ``(i, j)`` samples with `row_seed`\\ ``(seed, i, j)``. A sequence
+            gives each prompt its own seed: row ``(i, j)`` then samples with ``row_seed(seed[i], 0, j)``,
+            the generator it would have if prompt ``i`` were sampled alone with ``seed[i]``.
         on_done: called once per finished row (progress).
         logprobs: an empty list to receive, per row, each sampled token's log-probability under the
             distribution it was drawn from (`draw_tokens`); ``None`` skips computing them.
@@ -370,7 +372,9 @@ def decode_rows(
             if i not in prompts:
                 prompts[i] = engine.prefill(encoded[i], prefix)
             logits, cache = prompts[i]
-            generator = torch.Generator(device=device).manual_seed(row_seed(seed, i, j))
+            generator = torch.Generator(device=device).manual_seed(
+                row_seed(seed, i, j) if isinstance(seed, int) else row_seed(seed[i], 0, j)
+            )
             tokens, chosen = draw_tokens(logits[None], temperature, top_p, [generator], logprobs=keep)
             token = tokens[0]
             out[row].append(token)
@@ -433,8 +437,11 @@ def decode_rows(
     return out
 
 
-def generate_decode(model, tokenizer, prompts, settings, ids, record_settings, progress):
-    """The ``"decode"`` engine behind `generate_completions`: records and stats like the ``generate`` path."""
+def generate_decode(model, tokenizer, prompts, settings, ids, record_settings, progress, prompt_seeds=None):
+    """The ``"decode"`` engine behind `generate_completions`: records and stats like the ``generate`` path.
+
+    ``prompt_seeds`` (one per prompt) replaces ``settings.seed`` with a seed per prompt (`decode_rows`).
+    """
     import torch
     from tqdm.auto import tqdm
 
@@ -460,7 +467,7 @@ def generate_decode(model, tokenizer, prompts, settings, ids, record_settings, p
             max_new_tokens=settings.max_new_tokens,
             slots=settings.batch_size,
             eos=eos,
-            seed=settings.seed,
+            seed=settings.seed if prompt_seeds is None else [int(x) for x in prompt_seeds],
             on_done=lambda: bar.update(1),
         )
     seconds = time.perf_counter() - start

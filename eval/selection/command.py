@@ -65,6 +65,10 @@ class SelectConfig:
     seed: int = option(0, help="seed of sampling, subsets and bootstrap")
     threads: int = option(DEFAULT_THREADS, help="torch threads (fixed: the same seed gives the same pools)")
     engine: str = option("auto", help="sampling loop: decode, generate, or auto (decode where it applies)")
+    batch_questions: int = option(
+        4, help="questions sampled per decode call (finished rows take the next one's)"
+    )
+    slots: int | None = option(None, type=int, help="rows decoded together (default: --samples)")
     budget_minutes: float | None = option(
         None, type=float, help="stop sampling new pools after this long (the next run continues)"
     )
@@ -101,8 +105,10 @@ class SelectConfig:
             )
         if not 0 < self.top_p <= 1:
             raise SelectError(f"--top-p must be in (0, 1], got {self.top_p}")
-        if self.max_new_tokens < 1 or self.threads < 1:
-            raise SelectError("--max-new-tokens and --threads must be >= 1")
+        if self.max_new_tokens < 1 or self.threads < 1 or self.batch_questions < 1:
+            raise SelectError("--max-new-tokens, --threads and --batch-questions must be >= 1")
+        if self.slots is not None and self.slots < 1:
+            raise SelectError(f"--slots must be >= 1, got {self.slots}")
         if self.engine not in ENGINES:
             raise SelectError(f"--engine must be one of {ENGINES}, got {self.engine!r}")
         if self.budget_minutes is not None and self.budget_minutes <= 0:
@@ -200,6 +206,8 @@ def run_select(config: SelectConfig, *, log=None) -> dict[str, Any]:
             lambda: load_checkpoint(config.model, config.adapter),
             threads=config.threads,
             engine=config.engine,
+            group=config.batch_questions,
+            slots=config.slots,
             budget_seconds=None if config.budget_minutes is None else 60 * config.budget_minutes,
             log=log,
         )

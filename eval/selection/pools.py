@@ -12,7 +12,8 @@ new pool, so a run killed at any point loses at most the pool it was sampling, a
 continues where it stopped. Re-scoring and re-grading read the store only: no model.
 
 Each question's generator seed is derived from the run's seed and the question's user message, so
-a pool does not depend on which other questions were sampled before it, or in which order.
+a pool does not depend on which other questions were sampled before it, or in which order (up to
+float rounding between batch compositions: several questions share a decode batch).
 """
 
 from __future__ import annotations
@@ -170,6 +171,8 @@ def fill_pools(
     *,
     threads: int = 1,
     engine: str = "auto",
+    group: int = 4,
+    slots: int | None = None,
     budget_seconds: float | None = None,
     log: Callable[[str], None] | None = None,
 ) -> list[FrozenPool | None]:
@@ -184,7 +187,10 @@ def fill_pools(
             is missing.
         threads: torch threads (recorded; the same count reproduces the same completions).
         engine: the transformers backend's engine (``"auto"``: the decode engine where it applies).
-        budget_seconds: stop sampling new pools after this long (the rest stay ``None``).
+        group: missing questions sampled per call: a finished row's slot takes the next question's
+            row, so the batch stays full (each question keeps its own seed, `question_seed`).
+        slots: rows decoded together (default: G).
+        budget_seconds: start no new call after this long (the rest stay ``None``).
         log: one line per new pool (default: stderr).
 
     Returns:
@@ -196,52 +202,62 @@ def fill_pools(
 
     say = log or (lambda line: print(line, file=sys.stderr, flush=True))
     start = time.perf_counter()
+    keys = [pool_key(weights, prompt, settings) for _, prompt, _ in items]
+    missing = [i for i, key in enumerate(keys) if store.get(key) is None]
     loaded: list[tuple[Any, Any]] = []
-    out: list[FrozenPool | None] = []
-    for qid, prompt, message in items:
-        key = pool_key(weights, prompt, settings)
-        pool = store.get(key)
-        if pool is None and (budget_seconds is None or time.perf_counter() - start < budget_seconds):
-            if not loaded:
-                loaded.append(load())
-            model, tokenizer = loaded[0]
-            sampling = SamplingSettings(
-                num_samples=settings.samples,
-                temperature=settings.temperature,
-                top_p=settings.top_p,
-                max_new_tokens=settings.max_new_tokens,
-                seed=question_seed(settings.seed, message),
-                batch_size=settings.samples,
-                threads=threads,
-            )
-            began = time.perf_counter()
-            records, _ = generate_completions(
-                model, tokenizer, [prompt], sampling, ids=[qid], progress=False, engine=engine
-            )
-            generated = time.perf_counter() - began
-            record = records[0]
+    for first in range(0, len(missing), max(1, group)):
+        if budget_seconds is not None and time.perf_counter() - start >= budget_seconds:
+            break
+        if not loaded:
+            loaded.append(load())
+        model, tokenizer = loaded[0]
+        chunk = missing[first : first + max(1, group)]
+        sampling = SamplingSettings(
+            num_samples=settings.samples,
+            temperature=settings.temperature,
+            top_p=settings.top_p,
+            max_new_tokens=settings.max_new_tokens,
+            seed=settings.seed,
+            batch_size=slots or settings.samples,
+            threads=threads,
+        )
+        began = time.perf_counter()
+        records, _ = generate_completions(
+            model, tokenizer, [items[i][1] for i in chunk], sampling, ids=[items[i][0] for i in chunk],
+            progress=False, engine=engine, prompt_seeds=[question_seed(settings.seed, items[i][2]) for i in chunk],
+        )  # fmt: skip
+        generated = time.perf_counter() - began
+        tokens = sum(sum(r.num_tokens) for r in records)
+        for i, record in zip(chunk, records):
+            scored = time.perf_counter()
             with fixed_threads(threads):
                 confidence = answer_logprobs(
-                    model, tokenizer, [(prompt, c) for c in record.completions], batch_size=8, progress=False
+                    model,
+                    tokenizer,
+                    [(items[i][1], c) for c in record.completions],
+                    batch_size=8,
+                    progress=False,
                 )
-            pool = FrozenPool(
-                id=qid,
-                key=key,
-                completions=record.completions,
-                num_tokens=record.num_tokens,
-                confidence=confidence,
-                provenance={
-                    "engine": record.settings.get("engine"),
-                    "threads": threads,
-                    "generation_seconds": round(generated, 3),
-                    "scoring_seconds": round(time.perf_counter() - began - generated, 3),
-                },
+            store.put(
+                FrozenPool(
+                    id=items[i][0],
+                    key=keys[i],
+                    completions=record.completions,
+                    num_tokens=record.num_tokens,
+                    confidence=confidence,
+                    provenance={
+                        "engine": record.settings.get("engine"),
+                        "threads": threads,
+                        "questions_per_call": len(chunk),
+                        "slots": sampling.batch_size,
+                        # this pool's share of its call, by generated tokens
+                        "generation_seconds": round(generated * sum(record.num_tokens) / max(tokens, 1), 3),
+                        "scoring_seconds": round(time.perf_counter() - scored, 3),
+                    },
+                )
             )
-            store.put(pool)
-            tokens = sum(record.num_tokens)
-            say(
-                f"[pools] {store.path.name} {len(store.pools)}: {qid} {tokens} tokens in {generated:.1f} s "
-                f"({tokens / max(generated, 1e-9):.1f} tok/s)"
-            )
-        out.append(pool)
-    return out
+        say(
+            f"[pools] {store.path.name} {len(store.pools)}: {', '.join(items[i][0] for i in chunk)} "
+            f"{tokens} tokens in {generated:.1f} s ({tokens / max(generated, 1e-9):.1f} tok/s)"
+        )
+    return [store.get(key) for key in keys]

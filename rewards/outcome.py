@@ -1,8 +1,8 @@
 """Outcome reward: is the content of the last ``<answer>`` correct for the row's problem?
 
-Two kinds of rows are graded (DESIGN §3.1):
+Two kinds of rows are graded (docs/rewards.md, "Outcome"):
 
-- **causal rows** carry a ``problem`` column (DESIGN §4 JSON). The answer is graded by the graph
+- **causal rows** carry a ``problem`` column (docs/tasks.md, "The problem JSON"). The answer is graded by the graph
   predicate (:func:`faithgrpo.tasks.causal.queries.grade_answer`): any member of the valid class counts, not
   only the listed example.
 - **reasoning-gym rows** carry an ``entry`` column: the reasoning-gym entry (dict or JSON string with
@@ -29,7 +29,7 @@ from faithgrpo.rewards.diagnostics import log_reasons, log_value
 from faithgrpo.rewards.text import completion_text, extract_answer
 
 MAX_ANSWER_CHARS = 4_000
-# reasoning-gym tasks whose answers must commit to one answer (DESIGN §3.4): an answer that offers
+# reasoning-gym tasks whose answers must commit to one answer: an answer that offers
 # alternatives ("..., or vice versa") scores 0.0, like a hedged causal answer
 _ONE_ANSWER_SOURCES = frozenset({"knights_knaves"})
 OUTCOME_REASONS = ("no_answer_tag", "answer_too_long", "wrong", "no_target", "bad_row")

@@ -1,4 +1,4 @@
-"""Group rank normalisation of CRoS Δ (DESIGN §3.3 step 5), within a process or across processes.
+"""Group rank normalisation of CRoS Δ (CRoS step 5; docs/rewards.md, "CRoS"), within a process or across processes.
 
 Within each group of ``G`` completions of one prompt, Δ becomes ``r_i = (rank_i − 1)/(G − 1)`` in
 [0, 1] with ascending average ranks (ties share the mean of the ranks they span); a group of one
@@ -47,7 +47,7 @@ def average_ranks(values: Sequence[float]) -> list[float]:
 
 
 def rank_normalize(deltas: Sequence[float | None], undefined: str = "lowest") -> list[float | None]:
-    """Rank-normalise the Δ of one group into [0, 1] (DESIGN §3.3 step 5).
+    """Rank-normalise the Δ of one group into [0, 1] (CRoS step 5).
 
     ``r_i = (rank_i − 1)/(G − 1)`` with ascending average ranks; a group of one scores 0.5.
 

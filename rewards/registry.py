@@ -1,4 +1,4 @@
-"""Reward composition: reward names -> TRL reward callables (DESIGN §3.5).
+"""Reward composition: reward names -> TRL reward callables (docs/rewards.md, "Composition").
 
 Weights are not composed here: pass them to TRL as ``GRPOConfig(reward_weights=[...])``, in the
 order of the names. Options are routed to a reward by prefix (``cros_num_scrambles=2`` goes to

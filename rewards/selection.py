@@ -1,6 +1,6 @@
 """Choosing one completion out of K: CALVER best-of-K and the plurality (majority-vote) baseline.
 
-Best-of-K keeps the candidate whose trace passes the most CALVER checks (DESIGN §3.4), the earliest
+Best-of-K keeps the candidate whose trace passes the most CALVER checks, the earliest
 one on ties. Plurality keeps the most frequent normalised answer (earliest first occurrence on
 ties), the usual self-consistency baseline. When a problem has many valid answers, valid mass
 *fragments* over several strings while a wrong answer can be one repeated string; plurality then
@@ -71,7 +71,7 @@ def plurality_index(answers: Sequence[Any]) -> int:
 def select_best_of_k(
     candidates: Sequence[Any], problem: Mapping[str, Any] | str | CalverProblem, **score_kwargs: Any
 ) -> int:
-    """CALVER best-of-K: the earliest index of maximal score S (DESIGN §3.4).
+    """CALVER best-of-K: the earliest index of maximal score S.
 
     Args:
         candidates: K completions (plain strings or conversational); anything else scores 0.

@@ -1,6 +1,6 @@
 """Reasoning steps for CRoS: split a chain of thought into steps and draw seeded step scrambles.
 
-DESIGN §3.3, steps 1–2. A step is a span of the reasoning text; scrambling moves step *contents*
+CRoS steps 1–2 (docs/rewards.md, "CRoS"). A step is a span of the reasoning text; scrambling moves step *contents*
 between the step slots and keeps everything else (a preamble, ``Step k:`` labels, separators) in
 place, so the identity permutation rebuilds the reasoning exactly and a scramble differs from the
 original only in the order of what the steps say. Keeping the labels fixed matters: a chain whose
@@ -178,7 +178,7 @@ def step_spans(
 def split_steps(
     reasoning: str, max_chars: int = MAX_REASONING_CHARS, max_steps: int = MAX_STEPS
 ) -> list[str]:
-    """Split a chain of thought into steps (DESIGN §3.3 step 1).
+    """Split a chain of thought into steps (CRoS step 1).
 
     Explicit ``Step k:`` / numbered lines first (labels removed), else non-empty lines, else
     sentences. See `step_spans` for the exact rules.
@@ -270,7 +270,7 @@ def _rng(seed_material: bytes | str | int) -> random.Random:
 
 
 def scramble_permutations(n: int, m: int, seed_material: bytes | str | int) -> list[tuple[int, ...]]:
-    """Draw ``m`` distinct non-identity permutations of ``n`` steps (DESIGN §3.3 step 2).
+    """Draw ``m`` distinct non-identity permutations of ``n`` steps (CRoS step 2).
 
     When fewer than ``m`` non-identity permutations exist (``n = 2`` has 1, ``n = 3`` has 5), all
     of them are returned, in lexicographic order. Otherwise the draw is seeded from

@@ -16,7 +16,7 @@ A trace fills five labelled slots inside ``<think>`` and puts the final answer i
 Labels are matched at the start of a line, case-insensitively, tolerating Markdown decoration
 (``**GRAPH:**``, ``- QUERY:``). A slot's content runs until the next label.
 
-**Slot discipline** (DESIGN §3.4): exactly one ``<think>`` and one ``</think>``; each label exactly
+**Slot discipline** (docs/rewards.md, "CALVER"): exactly one ``<think>`` and one ``</think>``; each label exactly
 once, inside ``<think>``, in the order above; exactly one ``<answer>…</answer>``, after
 ``</think>``. Every breach is listed in :attr:`Trace.problems` (CALVER then fails every check).
 Scanning is linear-time (``str.find`` and one anchored line pattern, after the length cap);

@@ -125,7 +125,7 @@ def decoded_offsets(tok, ids: list[int], text: str) -> list[tuple[int, int]]:
 
 
 def stripped_span(start: int, end: int, text: str) -> tuple[int, int]:
-    """``(start, end)`` narrowed to the answer without its outer whitespace (DESIGN §3.3)."""
+    """``(start, end)`` narrowed to the answer without its outer whitespace."""
     answer = text[start:end]
     lead = len(answer) - len(answer.lstrip())
     return start + lead, start + lead + len(answer.strip())

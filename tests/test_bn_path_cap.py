@@ -3,7 +3,7 @@
 With more than the cap's worth of paths (8 by default), naming the cap's worth of true, distinct
 ones is accepted in place of the rest. Held-out audits found the hole this leaves: list 8 paths
 that RESULT does block, leave out one it leaves open, and the derivation point came through for
-an invalid set (4/6). DESIGN §3.4 now says a certificate never earns the derivation point for an
+an invalid set (4/6). The contract (docs/rewards.md, "CALVER") now says a certificate never earns the derivation point for an
 invalid RESULT, on any graph size.
 
 Attacks here are built on graphs far above the cap: published Bayesian networks (56-223 nodes, from

@@ -1,4 +1,4 @@
-"""CRoS reward (DESIGN §3.3): semantics on toy models, exact scoring, ranking, bad input, config."""
+"""CRoS reward (docs/rewards.md, "CRoS"): semantics on toy models, exact scoring, ranking, bad input, config."""
 
 from __future__ import annotations
 

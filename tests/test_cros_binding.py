@@ -1,5 +1,5 @@
 """CRoS scores with the initial policy, exactly, in every training setup; it refuses to train without
-a reference or with the live policy as its reference (DESIGN §3.3, issue #14 points 1–3).
+a reference or with the live policy as its reference (docs/recipes.md, "CRoS reference binding"; issue #14 points 1–3).
 
 The setup tests run a real :class:`FaithGRPOTrainer` for a few optimiser steps on CPU with a tiny
 model, then compare CRoS's Δ with a naive computation (plain unpadded forwards, full log-softmax in

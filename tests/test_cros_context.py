@@ -1,4 +1,4 @@
-"""CRoS scores the answer tokens as they occur in context, after the prompt the policy saw (DESIGN §3.3)."""
+"""CRoS scores the answer tokens as they occur in context, after the prompt the policy saw (docs/rewards.md, "CRoS")."""
 
 from __future__ import annotations
 
@@ -189,7 +189,7 @@ def test_binding_callback_hands_over_chat_template_kwargs():
 
 # --------------------------------------------------------------------------- score the answer, not the tag
 
-# Answers with and without outer whitespace: the scored span is the answer without it (DESIGN §3.3).
+# Answers with and without outer whitespace: the scored span is the answer without it.
 OUTER_WHITESPACE = {
     "none": "42",
     "leading": " 42",

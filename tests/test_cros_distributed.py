@@ -1,4 +1,4 @@
-"""CRoS under 2 CPU processes (gloo, via torchrun + accelerate's PartialState; DESIGN §7).
+"""CRoS under 2 CPU processes (gloo, via torchrun + accelerate's PartialState; docs/development.md, "Multi-process on CPU").
 
 A group of completions split across processes must be ranked as a whole: the reward gathers Δ
 before ranking, so the two ranks' slices together equal the single-process result on the batch.

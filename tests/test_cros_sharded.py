@@ -1,10 +1,10 @@
 """CRoS under FSDP2 sharding on CPU: the initial policy through the policy's own sharded forward.
 
-DESIGN §3.3: with LoRA, CRoS scores through the policy's own (sharded) forward with the initial
+docs/recipes.md, "CRoS reference binding": with LoRA, CRoS scores through the policy's own (sharded) forward with the initial
 adapter state, never a second model. Two ranks (torchrun, gloo) shard a tiny float64 Llama + LoRA
 with torch's ``fully_shard``, train a few steps, and score Δ; this process computes the expected Δ
 with an unsharded copy of the initial policy. TRL's GRPOTrainer itself is not run sharded here:
-accelerate enables FSDP only on GPU setups (DESIGN §7), so what this covers is the binding, the
+accelerate enables FSDP only on GPU setups, so what this covers is the binding, the
 swap and the scoring path TRL calls.
 """
 

@@ -1,4 +1,4 @@
-"""The gloo exit deadlock (DESIGN §7) and its fix, `faithgrpo.trainers.distributed.distributed_teardown`.
+"""The gloo exit deadlock (docs/development.md, "Multi-process on CPU") and its fix, `faithgrpo.trainers.distributed.distributed_teardown`.
 
 The script below reproduces what ``Trainer.end()`` does at the end of a run: the process group is
 destroyed while a DDP model is alive, then the model is freed. Without the fix the DDP reducer drops

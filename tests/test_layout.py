@@ -1,4 +1,4 @@
-"""The package layout contract (DESIGN §1, issue #31): small files, small folders, no import circles,
+"""The package layout contract (docs/development.md, "Layout"; issue #31): small files, small folders, no import circles,
 one home per name.
 
 Static checks walk the source folders that ``pyproject.toml`` maps into ``faithgrpo.*`` (its
@@ -300,3 +300,51 @@ def test_no_committed_file_names_a_machine_path():
                 continue
     bad = absolute_paths({n: t for n, t in files.items() if n != "tests/test_layout.py"})
     assert not bad, "absolute machine paths in committed files: " + ", ".join(bad[:20])
+
+
+# The contract is the project's own docs: no committed file cites a document outside the repository.
+_OUTSIDE_DOCUMENT_MARKERS = ("DESIGN §", "DESIGN.md", "../shared")
+
+
+def outside_citations(files: dict[str, str]) -> list[str]:
+    """``name:line`` for every line of ``files`` (name -> text) that cites a document outside the repository."""
+    return [
+        f"{name}:{number}"
+        for name, text in files.items()
+        for number, line in enumerate(text.splitlines(), 1)
+        if any(marker in line for marker in _OUTSIDE_DOCUMENT_MARKERS)
+    ]
+
+
+def test_outside_citation_check_finds_a_fabricated_one():
+    files = {
+        "a.py": '"""CRoS (DESIGN §3.3)."""\nx = 1\n',
+        "b.md": 'see (docs/rewards.md, "CRoS")\nthe contract is DESIGN.md\n',
+        "c.sh": "cat ../shared/notes.txt\n",
+        "d.md": "a DESIGNER's note, docs/shared/x, DESIGN section 3\n",
+    }
+    assert outside_citations(files) == ["a.py:1", "b.md:2", "c.sh:1"]
+
+
+def test_no_file_cites_a_document_outside_the_repository():
+    import subprocess
+
+    try:
+        listed = subprocess.run(
+            ["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, timeout=60, check=True
+        ).stdout.split()
+    except (OSError, subprocess.SubprocessError) as err:
+        pytest.skip(f"not a git checkout ({err})")
+    files = {}
+    for name in listed:
+        path = ROOT / name
+        if path.suffix in _TEXT_SUFFIXES and path.is_file() and path.stat().st_size < 2_000_000:
+            try:
+                files[name] = path.read_text(encoding="utf-8")
+            except UnicodeDecodeError:
+                continue
+    bad = outside_citations({n: t for n, t in files.items() if n != "tests/test_layout.py"})
+    assert not bad, (
+        "citations of a document outside the repository (cite the docs/ page instead, e.g. "
+        '(docs/rewards.md, "CRoS")): ' + ", ".join(bad[:20])
+    )

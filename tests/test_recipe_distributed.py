@@ -1,4 +1,4 @@
-"""recipes/grpo_cros.py under two CPU processes (torchrun, gloo; DESIGN §7).
+"""recipes/grpo_cros.py under two CPU processes (torchrun, gloo; docs/development.md, "Multi-process on CPU").
 
 ``accelerate launch --cpu --num_processes 2`` starts a single process without MPI, so the run goes
 through ``torchrun --nproc_per_node 2`` with ``--use_cpu true``: two gloo ranks, DDP around the LoRA

@@ -207,7 +207,7 @@ def test_launch_warning_reads_n_from_the_launcher_or_says_n(monkeypatch):
 
 
 def test_sharded_backends_need_a_cros_reference_only_for_full_fine_tuning(tmp_path, monkeypatch):
-    """DESIGN §3.3: with LoRA (asked for, or a warm start) CRoS scores through the policy's own sharded
+    """With LoRA (asked for, or a warm start) CRoS scores through the policy's own sharded
     forward with the initial adapter state; only full fine-tuning needs --cros_reference."""
     from faithgrpo.trainers.checks import sharded_backend
     from faithgrpo.trainers.recipe import validate

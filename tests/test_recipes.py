@@ -194,7 +194,7 @@ EXPECTED_BACKEND = {
 @pytest.mark.parametrize("config", ACCELERATE_CONFIGS, ids=lambda p: p.stem)
 def test_accelerate_config_loads_and_cros_needs_own_reference_when_sharded(recipe, config, monkeypatch):
     """Under ZeRO-3/FSDP only full fine-tuning needs --cros_reference; LoRA scores through the policy's
-    own sharded forward with its initial adapter (DESIGN §3.3)."""
+    own sharded forward with its initial adapter."""
     from accelerate.commands.config.config_args import ClusterConfig
 
     import faithgrpo.trainers.recipe as recipe_lib
@@ -468,7 +468,7 @@ def test_a_cros_reference_with_the_policys_tokenizer_validates(recipe, tiny_llam
 
 
 def test_recipe_warns_when_the_launch_started_fewer_processes(recipe, monkeypatch, capsys):
-    """`accelerate launch --cpu --num_processes 2` runs one plain process (DESIGN §7): the recipe says so
+    """`accelerate launch --cpu --num_processes 2` runs one plain process: the recipe says so
     in one line and goes on (here it stops at a bad reward name, after the warning)."""
     import faithgrpo.trainers.checks as recipe_lib
 

@@ -1,10 +1,10 @@
-"""Red-team suite for the CALVER reward (DESIGN §3.4), written the way an RL policy would attack it.
+"""Red-team suite for the CALVER reward (docs/rewards.md, "CALVER"), written the way an RL policy would attack it.
 
 For every CALVER check we build the cheapest trace that could pass it without doing the work, on
 generated problems of every query kind (backdoor_set any/minimal/maximal, maximal on ADMGs too,
 frontdoor_set any/minimal/maximal, dsep_set any/minimal, msep_set any/minimal, ci_test, directed_path, mediator, cycle, ate), in both modes
 (supplied edge list, and constructed/story mode where the graph is hidden in the ``problem`` column),
-on 4–8-node graphs plus some 9–12-node ones. The expectations are the guarantees of DESIGN §3.4:
+on 4–8-node graphs plus some 9–12-node ones. The expectations are CALVER's guarantees:
 
 1. no attack reaches 6/6 unless its claims are all true and certify a valid answer (cheap
    correct-answer traces: target 0 %);
@@ -1236,7 +1236,7 @@ def test_beyond_the_cap_repetition_and_rewording_do_not_count_as_distinct_paths(
 
 
 def test_beyond_the_cap_a_wrong_answer_gets_no_derivation_point():
-    """DESIGN §3.4: beyond the cap, the cap's worth of true paths certifies only a valid RESULT (issue 29)."""
+    """Beyond the cap, the cap's worth of true paths certifies only a valid RESULT (issue 29)."""
     p, us = _confounders(CAP + 1)
     z = frozenset(us[:CAP])  # leaves X <- U8 -> Y open: not a backdoor set
     assert not grade_answer(p, fmt(z))

@@ -1,4 +1,4 @@
-"""Step splitting and seeded scrambles for CRoS (DESIGN §3.3 steps 1–2)."""
+"""Step splitting and seeded scrambles for CRoS (steps 1–2 of docs/rewards.md, "CRoS")."""
 
 from __future__ import annotations
 

@@ -81,7 +81,7 @@ def single_process_launch_warning(env=None, requested: int | None = None) -> str
     ``accelerate launch --num_processes N`` without GPUs (``--cpu``, or no GPU on the machine) runs
     accelerate's simple launcher: one plain process, with ``MASTER_ADDR``/``MASTER_PORT`` set for the N
     it was asked for but no ``WORLD_SIZE``/``RANK`` (nor an MPI world size), so training runs in one
-    process (DESIGN §7). ``requested`` is N when known (default: read from the parent's command line).
+    process. ``requested`` is N when known (default: read from the parent's command line).
     """
     env = os.environ if env is None else env
     launched = "ACCELERATE_USE_CPU" in env and "MASTER_ADDR" in env and "MASTER_PORT" in env
@@ -96,7 +96,7 @@ def single_process_launch_warning(env=None, requested: int | None = None) -> str
         f"warning: the launch asked for {n if requested else 'several'} processes but only 1 process "
         "started (accelerate launch --num_processes without GPUs runs one plain process unless MPI is set "
         f"up); to train with {n} processes on CPU: torchrun --nproc_per_node {n} recipes/grpo_cros.py ... "
-        "(DESIGN §7)"
+        "(docs/development.md, 'Multi-process on CPU')"
     )
 
 

@@ -1,4 +1,4 @@
-"""Leaving ``torch.distributed`` without the gloo exit deadlock (DESIGN §7).
+"""Leaving ``torch.distributed`` without the gloo exit deadlock (docs/development.md, "Multi-process on CPU").
 
 The deadlock, as seen with gdb on a loaded CI machine: gloo's run-loop thread drops a finished
 collective's work object, whose tensors Python has seen, so it needs the GIL; meanwhile the main

@@ -16,7 +16,7 @@ The recipe script stays thin (open-r1 style); what it does before training lives
   reporters, vLLM, model, CRoS reference, adapter and checkpoint paths), raising :class:`RecipeError`
   naming the fix.
 - :func:`single_process_launch_warning`: a launch that asked for several processes and got one
-  (``accelerate launch --cpu --num_processes N`` without MPI, DESIGN §7).
+  (``accelerate launch --cpu --num_processes N`` without MPI).
 
 Dataset assembly is :mod:`faithgrpo.trainers.data`, the warm start :mod:`faithgrpo.trainers.warm_start`.
 """
@@ -461,7 +461,7 @@ def validate(
     )
     # LoRA (asked for, or a warm start, which always trains a LoRA adapter): CRoS scores through the
     # policy's own sharded forward with the initial adapter state, so only full fine-tuning under a
-    # sharded backend needs a separately loaded reference (DESIGN §3.3).
+    # sharded backend needs a separately loaded reference.
     lora = bool(getattr(model_args, "use_peft", False) or warm_start)
     cros_reference = (
         collect_reward_options(script_args, training_args).get("cros_reference")

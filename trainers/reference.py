@@ -1,6 +1,6 @@
 """Binding CRoS to its frozen reference: the initial policy, exactly, without a second model when possible.
 
-DESIGN §3.3: the reference is the initial policy in every setup, and it never moves. The trainer
+The contract (docs/recipes.md, "CRoS reference binding"): the reference is the initial policy in every setup, and it never moves. The trainer
 glue (:class:`~faithgrpo.trainers.FaithGRPOTrainer`) binds it from the policy it holds when the
 trainer is built, before any update:
 

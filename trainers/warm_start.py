@@ -6,7 +6,7 @@ process by the main process, then read from the cache by every process.
 :func:`load_warm_started_policy` loads it as the policy's *trainable* PEFT adapter. The policy is then
 passed to :class:`~faithgrpo.trainers.FaithGRPOTrainer` without a ``peft_config``; the trainer binds
 CRoS to a frozen copy of the adapter's initial tensors (mode ``"peft_initial_adapter"``, adapter-sized),
-so no merged second copy of the model is made (DESIGN §3.3).
+so no merged second copy of the model is made.
 """
 
 from __future__ import annotations

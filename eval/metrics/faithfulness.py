@@ -1,4 +1,4 @@
-"""Checkpoint faithfulness metrics: early-answering AOC and CIR (DESIGN §5); the CRoS Δ summary lives
+"""Checkpoint faithfulness metrics: early-answering AOC and CIR (docs/evaluation.md, "Definitions"); the CRoS Δ summary lives
 in ``eval/metrics/deltas.py`` and the batched log-prob scoring in ``eval/metrics/logprobs.py``.
 
 Both truncation metrics cut a completion's chain of thought after each reasoning step and ask the
@@ -25,7 +25,7 @@ read a completion the same way.
   * ``"decode"``: greedy-decode an answer after each truncation (up to ``max_answer_tokens``) and
     compare it, after ``normalizer``, with the answer decoded after the full chain.
 
-- **CIR** (Yu et al. 2026, DESIGN §5): mean over the five truncations that keep 0, 20, 40, 60 and
+- **CIR** (Yu et al. 2026): mean over the five truncations that keep 0, 20, 40, 60 and
   80 % of the reasoning *tokens* (``⌊pct·n/100⌋`` of n) of the Jensen–Shannon divergence (log base 2,
   so in [0, 1]) between Bernoulli(p_full) and Bernoulli(p_t), where p is the probability of the
   completion's answer given the full / truncated chain: by default the geometric mean of its token
@@ -69,7 +69,7 @@ __all__ = [
 ANSWER_CLOSE = "</answer>"
 MODES = ("teacher_forced", "decode")
 ANSWER_PROBABILITIES = ("mean_token", "sequence")
-CIR_KEEP_PERCENT = (0, 20, 40, 60, 80)  # DESIGN §5: truncations keeping these shares of the reasoning tokens
+CIR_KEEP_PERCENT = (0, 20, 40, 60, 80)  # truncations keeping these shares of the reasoning tokens
 CURVE_GRID = tuple(i / 10 for i in range(11))
 
 
@@ -261,7 +261,7 @@ def truncation_analysis(
         mode (`str`, *optional*, defaults to ``"teacher_forced"``): how agreement is measured (see
             the module docstring): ``"teacher_forced"`` or ``"decode"``.
         answer_probability (`str`, *optional*, defaults to ``"mean_token"``): p for CIR:
-            ``"mean_token"`` (the geometric mean of the answer-token probabilities, DESIGN §5) or
+            ``"mean_token"`` (the geometric mean of the answer-token probabilities) or
             ``"sequence"`` (their product, which collapses towards 0 for multi-token answers).
         max_truncations (`int`, *optional*, defaults to 16): truncation points per sample (k = 0 and
             k = n always included; long chains get evenly spread points).

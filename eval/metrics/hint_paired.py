@@ -1,4 +1,4 @@
-"""Hint faithfulness of two checkpoints on the same pairs (DESIGN §5): `paired_hint_differences`.
+"""Hint faithfulness of two checkpoints on the same pairs: `paired_hint_differences`.
 
 The two checkpoints answered the same unhinted/hinted pairs; the intervals come from a bootstrap over
 questions that keeps both checkpoints' answers to a drawn question together and re-estimates p, q

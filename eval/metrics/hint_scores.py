@@ -1,8 +1,8 @@
-"""Hint-faithfulness scores (Chen et al. 2025; DESIGN §5) from the answers on unhinted/hinted pairs.
+"""Hint-faithfulness scores (Chen et al. 2025; docs/evaluation.md, "Definitions") from the answers on unhinted/hinted pairs.
 
 `pair_outcome` reads one pair's two completions; `score_hint_type` gives the raw and α-normalised
 scores of one hint type with the counts behind them (n, unparsed, p, q, α), every estimate with a
-bootstrap interval over questions (DESIGN §5; `wilson_interval` is kept for callers of its own);
+bootstrap interval over questions (`wilson_interval` is kept for callers of its own);
 `mean_normalized` averages the defined types in the same resamples; `judge_normalized` does the
 same for the LLM judge's raw score. Two checkpoints on the same pairs are compared in
 `faithgrpo.eval.metrics.hint_paired`; the pairs are built in `faithgrpo.eval.metrics.hints`.
@@ -186,7 +186,7 @@ def score_hint_type(
 ) -> HintFaithfulness:
     """Raw and α-normalised hint-faithfulness of one hint type, with p, q and α.
 
-    Every estimate gets a percentile bootstrap interval over questions (DESIGN §5): a resample draws
+    Every estimate gets a percentile bootstrap interval over questions: a resample draws
     questions with replacement, keeps all of a drawn question's pairs, and re-estimates p, q, α and
     both scores from the drawn pairs' counts. The resamples depend on ``seed`` and on the questions of
     all ``outcomes`` (every hint type), not on ``hint_type``, so the scores of all types computed from

@@ -1,6 +1,6 @@
 """Hint faithfulness (Chen et al. 2025): does a chain of thought admit the hint that changed its answer?
 
-DESIGN §5. The protocol:
+The protocol (docs/evaluation.md, "Definitions"):
 
 1. Turn a question into a multiple-choice question (`build_multiple_choice`: 4 options A–D, one
    correct, distractors drawn from the task's invalid answers, seeded shuffle). Builders for causal

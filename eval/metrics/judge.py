@@ -1,6 +1,6 @@
 """Optional LLM judge: a local model asked n times whether a chain of thought is correct or verbalises a hint.
 
-DESIGN §5: CoT correctness is symbolic where a checker exists; an optional LLM judge (a local model,
+CoT correctness is symbolic where a checker exists; an optional LLM judge (a local model,
 sampled through its own backend, transformers or vLLM: `faithgrpo.eval.generation`) is run n times
 per item and its verdicts are combined with ``any`` / ``all`` / ``majority`` (`aggregate_judgements`).
 The same judge can read the hinted chains of thought of the hint-faithfulness protocol and say

@@ -151,7 +151,7 @@ def causal_multiple_choice(
     max_candidates: int = 512,
     id: str = "",
 ) -> MultipleChoice:
-    """A multiple-choice version of a causal problem (DESIGN §4): one valid answer, invalid distractors.
+    """A multiple-choice version of a causal problem: one valid answer, invalid distractors.
 
     The correct option is the first valid answer in the query kind's deterministic enumeration.
     Distractors are candidate answers of the same shape (node sets of size 0–3, single nodes, node

@@ -1,6 +1,6 @@
 """Pass@K and CoT-Pass@K: unbiased estimators, dataset means and bootstrap confidence intervals.
 
-DESIGN §5 (Wen et al. 2025). For one prompt with ``G`` samples, ``C`` of them with a correct answer
+Wen et al. 2025 (docs/evaluation.md, "Definitions"). For one prompt with ``G`` samples, ``C`` of them with a correct answer
 and ``D`` with a correct answer *and* a correct chain of thought:
 
     Pass@K     = 1 − C(G−C, K) / C(G, K)

@@ -92,7 +92,7 @@ def _metadata(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def answer_checker(row: dict[str, Any]):
-    """``text -> bool``: the outcome grader (DESIGN §3.1) for this row.
+    """``text -> bool``: the outcome grader (docs/rewards.md, "Outcome") for this row.
 
     The grade depends only on the last ``<answer>`` span, and the G samples of a prompt repeat
     answers a lot, so each distinct span is graded once.

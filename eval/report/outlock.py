@@ -1,4 +1,4 @@
-"""A run owns its output folder (DESIGN §5): ``OUT/.faithgrpo.lock``, held for the whole run.
+"""A run owns its output folder: ``OUT/.faithgrpo.lock``, held for the whole run.
 
 Two evaluations writing one ``--out`` would overwrite each other's caches and reports, and the
 last writer would win silently. `own_out_dir` holds an OS-level lock (`filelock.FileLock`:

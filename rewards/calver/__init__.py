@@ -1,4 +1,4 @@
-"""CALVER, the verifier reward (DESIGN §3.4): six binary checks on a six-slot causal trace, ``S/6``.
+"""CALVER, the verifier reward (docs/rewards.md, "CALVER"): six binary checks on a six-slot causal trace, ``S/6``.
 
 =========================  ==================================================  ==============================
 piece                      names                                               module

@@ -103,7 +103,7 @@ def strip_answer_fields(problem: Mapping[str, Any]) -> dict[str, Any]:
     Query fields set to ``None`` (how ``datasets`` fills fields a row lacks) are dropped too.
 
     Args:
-        problem: a DESIGN §4 problem dict (any ``Mapping``).
+        problem: a causal problem dict (any ``Mapping``).
 
     Returns:
         A new dict.
@@ -268,7 +268,7 @@ class CalverProblem:
 
 
 def prepare_problem(problem: Mapping[str, Any] | str | CalverProblem) -> CalverProblem:
-    """Strip answer fields and check a DESIGN §4 problem once, for scoring many completions.
+    """Strip answer fields and check a causal problem once, for scoring many completions.
 
     Args:
         problem: the problem dict, its JSON string, or an already prepared problem.
@@ -314,7 +314,7 @@ def _prepare(clean: dict[str, Any], source: str | None = None) -> CalverProblem:
     if mode not in MODES:
         raise ValueError(f"problem 'mode' must be one of {list(MODES)}, got {mode!r}")
     if "graph" not in view or "query" not in view:
-        raise ValueError("problem needs 'graph' and 'query' fields (DESIGN §4)")
+        raise ValueError("problem needs 'graph' and 'query' fields (docs/tasks.md, 'The problem JSON')")
     query = view["query"]
     if not isinstance(query, Mapping):
         raise ValueError(f"problem 'query' must be a dict with a 'kind', got {type(query).__name__}")

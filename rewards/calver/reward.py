@@ -1,4 +1,4 @@
-"""CALVER: symbolic verification of a six-slot causal reasoning trace (DESIGN §3.4).
+"""CALVER: symbolic verification of a six-slot causal reasoning trace (docs/rewards.md, "CALVER").
 
 A trace fills five labelled slots inside ``<think>`` and puts the final answer in ``<answer>``
 (:mod:`faithgrpo.rewards.trace` parses the structure). :func:`score_trace` runs six binary checks and
@@ -178,7 +178,7 @@ def score_trace(
 
     Args:
         text: the completion: a string or a TRL conversational completion.
-        problem: the DESIGN §4 problem (dict, JSON string, or :func:`prepare_problem`'s result).
+        problem: the causal problem (dict, JSON string, or :func:`prepare_problem`'s result).
             Answer fields are stripped before anything is read.
         graph_check: ``"exact"`` (GRAPH has the problem's edge set) or ``"query_local"`` (the same
             edges into the ancestral set of the query nodes).
@@ -352,11 +352,11 @@ def make_calver_reward(
     return calver
 
 
-_REWARD_DOC = """CALVER reward: S/6 for the six symbolic trace checks (DESIGN §3.4); ``None`` for non-causal rows.
+_REWARD_DOC = """CALVER reward: S/6 for the six symbolic trace checks; ``None`` for non-causal rows.
 
     Args:
         completions: plain strings or conversational completions.
-        problem: the ``problem`` column (DESIGN §4 JSON string or dict per row); rows whose problem
+        problem: the ``problem`` column (the problem JSON string or dict per row); rows whose problem
             is ``None`` or empty (e.g. reasoning-gym rows) get ``None``, and so do malformed problems.
         **kwargs: other TRL reward kwargs. ``log_metric`` receives each check's pass rate
             (``calver/graph`` … ``calver/answer``), the mean total ``calver/total`` (0..6), the share

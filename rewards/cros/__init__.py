@@ -1,4 +1,4 @@
-"""CRoS, the causal-importance reward (DESIGN §3.3): Δ = ℓ(r) − mean_m ℓ(π_m(r)) under a frozen reference.
+"""CRoS, the causal-importance reward (docs/rewards.md, "CRoS"): Δ = ℓ(r) − mean_m ℓ(π_m(r)) under a frozen reference.
 
 ==========================  ==================================================  =========================
 piece                       names                                               module

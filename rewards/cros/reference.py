@@ -1,4 +1,4 @@
-"""How CRoS gets its frozen reference and makes sure it is one (DESIGN §3.3).
+"""How CRoS gets its frozen reference and makes sure it is one (docs/recipes.md, "CRoS reference binding").
 
 `ReferenceBinding` is the part of `~faithgrpo.rewards.cros.reward.CRoSReward` that binds a reference model
 (given, loaded lazily from a path, or bound to the initial policy by the trainer glue), adopts the
@@ -235,7 +235,7 @@ class ReferenceBinding:
                 )
         if problem is not None:
             raise CRoSReferenceError(
-                f"CRoS reference {problem}. CRoS must score with the frozen initial policy (DESIGN §3.3). "
+                f"CRoS reference {problem}. CRoS must score with the frozen initial policy (docs/recipes.md, 'CRoS reference binding'). "
                 "Do not pass the policy to CRoSReward; " + REFERENCE_FIXES[0].lower() + REFERENCE_FIXES[1:]
             )
         if verify and policy is not None:

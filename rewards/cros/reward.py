@@ -1,4 +1,4 @@
-"""CRoS: a step-scrambling causal reward scored by a frozen reference model (DESIGN §3.3).
+"""CRoS: a step-scrambling causal reward scored by a frozen reference model (docs/rewards.md, "CRoS").
 
 For a completion with reasoning ``r`` and answer span ``a`` to prompt ``x``, CRoS compares the mean
 token log-probability of the answer under the reference model given the ordered reasoning with the
@@ -104,7 +104,7 @@ class CRoSReward(ReferenceBinding):
     r"""CRoS reward: rank-normalised step-scrambling Δ under a frozen reference model.
 
     A TRL reward callable, ``reward(prompts, completions, **kwargs) -> list[float | None]``, named
-    ``"cros"``. See the module docstring and DESIGN §3.3 for the formula and span conventions.
+    ``"cros"``. See the module docstring for the formula and span conventions.
 
     Args:
         reference (`str`, `os.PathLike`, `torch.nn.Module` or `None`, *optional*):

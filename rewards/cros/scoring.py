@@ -1,4 +1,4 @@
-"""The reference side of CRoS: answer-span log-probabilities under a frozen model (DESIGN §3.3 step 3).
+"""The reference side of CRoS: answer-span log-probabilities under a frozen model (CRoS step 3).
 
 `CRoSReward` parses a completion and writes out its ordered and scrambled variants; `ReferenceScorer`
 turns each variant into ℓ, the mean log-probability of its answer tokens given prompt and reasoning.

@@ -1,6 +1,6 @@
 """ATE problems on a published Bayesian network: the exact reduction to the binary CPT format.
 
-CALVER's ``ate`` kind (DESIGN §3.4) reads binary CPTs (``{v: {"parents": [...], "p1": {...}}}``,
+CALVER's ``ate`` kind reads binary CPTs (``{v: {"parents": [...], "p1": {...}}}``,
 format in :mod:`faithgrpo.tasks.graphs.criteria`) for every node of the problem's graph. A network's
 variables may have more than two states, so an ATE problem on treatment X and outcome Y is built
 from the network's own tables by this reduction, which changes no causal quantity the query asks

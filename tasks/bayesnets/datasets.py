@@ -1,6 +1,6 @@
 """Causal problems on published Bayesian networks, registered with reasoning-gym as ``causal_bn``.
 
-Each row asks one causal question (DESIGN §3.4 query kinds) about a real network's structure, read
+Each row asks one causal question (a CALVER query kind) about a real network's structure, read
 offline from the BIF files pgmpy bundles (:mod:`faithgrpo.tasks.bayesnets.networks`): 5 to 223 nodes,
 hubs, long backdoor paths, and the networks' own variable names. Two renderings, drawn per row from
 ``modes``:
@@ -20,7 +20,7 @@ Non-ATE problems use the whole network as the graph. ``ate`` problems use the ne
 reduced exactly to binary variables on the ancestral set of the outcome
 (:mod:`faithgrpo.tasks.bayesnets.ate`: binary variables as they are, a multi-state outcome as the
 indicator of one state, a multi-state treatment as a contrast of two of its states); the prompt
-says what 1 and 0 stand for. The problem JSON is DESIGN §4's (``graph``, ``query``, ``cpts`` for
+says what 1 and 0 stand for. The problem JSON is the causal one (docs/tasks.md, "The problem JSON": ``graph``, ``query``, ``cpts`` for
 ``ate``, ``text``, ``mode``), so CALVER, the outcome reward and ``faithgrpo eval`` read it
 unchanged. The network's name is in the row's metadata.
 
@@ -55,7 +55,7 @@ __all__ = [
     "make_bn_problem",
 ]
 
-#: Query kinds defined on DAGs, in DESIGN §3.4 order.
+#: Query kinds defined on DAGs, in ``QUERY_KINDS`` order.
 BN_KINDS = (
     "backdoor_set", "frontdoor_set", "dsep_set", "msep_set", "ci_test", "directed_path", "mediator", "ate",
 )  # fmt: skip
@@ -268,7 +268,7 @@ def make_bn_problem(config: CausalBNConfig, rng: random.Random) -> tuple[dict, s
     """Draw one problem.
 
     Returns:
-        ``(problem, answer, info)``: the DESIGN §4 problem dict, one valid answer in canonical form,
+        ``(problem, answer, info)``: the problem dict, one valid answer in canonical form,
         and ``{"network", "kind", "mode", "n_nodes", "n_edges", "coding"}`` (``coding`` for ``ate``).
 
     Raises:

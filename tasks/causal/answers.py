@@ -206,7 +206,7 @@ def _format_cycle(value: Any) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
-# one answer per answer slot (DESIGN §3.4): RESULT and <answer> commit to one answer
+# one answer per answer slot: RESULT and <answer> commit to one answer
 _ALTERNATIVE_RE = re.compile(
     r"\b(?:or|either|otherwise|alternatively|unless)\b|\bvice[\s-]+versa\b|/", re.IGNORECASE
 )

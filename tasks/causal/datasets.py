@@ -1,4 +1,4 @@
-"""Procedural causal problems (DESIGN §4), registered with reasoning-gym as ``causal_graph`` and ``causal_story``.
+"""Procedural causal problems (docs/tasks.md), registered with reasoning-gym as ``causal_graph`` and ``causal_story``.
 
 Each row is one causal question about a random graph:
 
@@ -15,7 +15,7 @@ Find-one queries (sets, mediators, cycles) are drawn so that at least two answer
 listed ``answer`` is one of them chosen by the seeded rng, not always the smallest; yes/no queries
 (``ci_test``, ``directed_path``, ``ate``) first draw the answer by a fair coin, then build a query
 with that answer. ``ate`` problems carry random CPTs for binary variables and a threshold at more
-than ``ate_margin`` from the true ψ, so the strict certificate of DESIGN §3.4 holds.
+than ``ate_margin`` from the true ψ, so CALVER's strict ATE certificate holds.
 
 Rows are deterministic per (dataset name, seed, index).
 """
@@ -66,7 +66,7 @@ KIND_FAMILIES: dict[str, tuple[str, ...]] = {
 YES_NO_KINDS = ("ci_test", "directed_path", "ate")
 _SET_VARIANT_KINDS = ("backdoor_set", "dsep_set", "msep_set")
 CAUSAL_DATASETS = ("causal_graph", "causal_story")
-# reasoning-gym datasets whose rows carry a DESIGN §4 problem (the trace contract, CALVER): these two
+# reasoning-gym datasets whose rows carry a problem JSON (the trace contract, CALVER): these two
 # and causal_bn (faithgrpo.tasks.bayesnets.datasets), which mixtures name like any reasoning-gym dataset
 MODES = ("supplied", "constructed")
 
@@ -207,7 +207,7 @@ def make_problem(config: CausalGraphConfig, rng: random.Random) -> tuple[dict, s
     """Draw one problem.
 
     Returns:
-        ``(problem, answer, info)``: the DESIGN §4 problem dict (``graph``, ``query``, ``cpts`` for
+        ``(problem, answer, info)``: the problem dict (``graph``, ``query``, ``cpts`` for
         ``ate``, ``text``, ``mode``), one valid answer in canonical form, and ``{"family", "kind",
         "n_nodes", "n_edges", "theme"}``.
 
@@ -270,7 +270,7 @@ class CausalProblemDataset(ProceduralDataset):
     A subclass names ``DATASET_NAME`` and implements :meth:`make` (problem, answer, info for one seeded
     ``rng``) and :meth:`extra_metadata` (its own metadata fields). Entries: ``question`` (the problem
     text), ``answer`` (one valid answer), ``metadata`` with ``source_dataset``, ``source_index``,
-    ``problem`` (DESIGN §4 JSON string), ``query_kind``, ``mode``, ``difficulty`` and the extras.
+    ``problem`` (the problem as a JSON string), ``query_kind``, ``mode``, ``difficulty`` and the extras.
     """
 
     DATASET_NAME = ""

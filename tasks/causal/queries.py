@@ -1,6 +1,6 @@
 """Causal query kinds: the query JSON, answer parsing, grading and enumeration of valid answers.
 
-A causal problem (DESIGN §4) is ``{"graph": {...}, "query": {...}, "cpts": {...}?, "text": ...}``.
+A causal problem (docs/tasks.md, "The problem JSON") is ``{"graph": {...}, "query": {...}, "cpts": {...}?, "text": ...}``.
 ``problem["query"]`` is a dict with a ``"kind"`` and the kind's fields below. Node fields marked
 *node* take one node name; fields marked *nodes* take a name or a list of names.
 
@@ -48,7 +48,7 @@ Answer text accepted by ``parse_answer`` (everything is bounded; anything else p
 * ate: a yes/no word plus, optionally, ``ψ = 0.23`` (also ``psi``, ``ATE``, ``effect``; ``=``, ``:``,
   ``≈``), one ψ value at most.
 
-**One answer** (DESIGN §3.4). An answer slot (RESULT, ``<answer>``) commits to one answer: text that
+**One answer**. An answer slot (RESULT, ``<answer>``) commits to one answer: text that
 offers alternatives parses to ``None``, so it fails CALVER's result and answer checks and
 ``grade_answer``. It offers alternatives when it contains the words ``or``, ``either``,
 ``otherwise``, ``alternatively``, ``unless``, ``vice versa`` or a ``/`` outside braces (``{E, Y} or
@@ -199,7 +199,7 @@ def query_matches(query: Mapping, text: Any) -> bool:
 # ---------------------------------------------------------------------------------------------
 # problem-level entry points
 def load_problem(problem: Mapping | str) -> tuple[CausalGraph, dict, dict | None]:
-    """Split a DESIGN §4 problem (dict or JSON string) into ``(graph, query, cpts)``, checking the query.
+    """Split a causal problem (dict or JSON string) into ``(graph, query, cpts)``, checking the query.
 
     Raises:
         ValueError: malformed JSON, graph, query or CPTs (the message says which).
@@ -239,7 +239,7 @@ def grade_answer(problem: Mapping | str, answer_text: Any) -> bool:
     unknown query kinds and malformed problems give ``False``.
 
     Args:
-        problem: the DESIGN §4 problem dict (or JSON string).
+        problem: the causal problem dict (or JSON string).
         answer_text: the answer span (or a completion containing ``<answer>`` tags).
 
     Returns:

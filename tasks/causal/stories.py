@@ -1,6 +1,6 @@
 """Natural-language causal stories: a graph told as sentences over plausible variable names.
 
-Constructed-graph mode (DESIGN §4) hides the edge list: the prompt tells a short story
+Constructed-graph mode hides the edge list: the prompt tells a short story
 ("Smoking raises Tar. Tar raises Cancer. Smoking and Cancer share an unmeasured common cause.")
 and the model must build the graph itself. Node names *are* the variable names (``Smoking``,
 ``BloodPressure``), CamelCase identifiers that :func:`faithgrpo.tasks.graphs.edges.parse_graph` accepts,

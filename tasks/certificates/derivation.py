@@ -1,7 +1,7 @@
 """CALVER's DERIVATION as a certificate: a small claim grammar, its checker, and what certifies RESULT.
 
 A derivation line is either a **claim** in the grammar below or free prose, which is ignored. A
-derivation passes (DESIGN §3.4, check 4) when (a) it makes at least one claim, (b) every claim is
+derivation passes (CALVER check 4) when (a) it makes at least one claim, (b) every claim is
 true on the verification graph, and (c) the claims together certify RESULT for the query kind.
 Whatever a reward does not verify, a policy learns to fake; so nothing here trusts prose.
 

@@ -102,7 +102,7 @@ def gold_trace(
     """A correct six-slot trace for ``problem``: ``<think>`` with the five slots, then ``<answer>``.
 
     Args:
-        problem: a DESIGN §4 problem (dict or JSON string), any query kind.
+        problem: a causal problem (dict or JSON string), any query kind.
         rng: a ``random.Random`` (or an int seed) choosing the valid answer and the wording; the same
             seed gives the same trace.
         plain: fixed wording and the first (smallest) valid answer, for worked examples.

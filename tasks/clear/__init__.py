@@ -41,7 +41,7 @@ conditioning set holds an endpoint, claimed paths written from the outcome back 
 claimed closed walks that revisit a node, and enumerations over the caps.
 
 Public API: :func:`read_question` (a typed :class:`ClearQuestion`), :func:`judge`,
-:func:`listed_answers`, :func:`to_problem` (adjustment-set and separation records as DESIGN §4
+:func:`listed_answers`, :func:`to_problem` (adjustment-set and separation records as causal
 problems that CALVER scores), :func:`load_records`, :func:`evaluate_file`, :func:`format_summary`,
 :func:`parse_description`. Every parser is bounded (length caps before any regex), nothing is
 evaluated, and :func:`judge` never raises.

@@ -29,7 +29,7 @@ __all__ = [
 # ---------------------------------------------------------------------------------------------
 # CLEAR -> CALVER problems
 def to_problem(record: Mapping[str, Any]) -> dict[str, Any] | None:
-    """A CLEAR adjustment-set or separation record as a DESIGN §4 problem that CALVER scores.
+    """A CLEAR adjustment-set or separation record as a causal problem that CALVER scores.
 
     Converted: FO records of ``backdoor_adjustment_set`` (any/minimal/maximal),
     ``frontdoor_adjustment_set`` (any/minimal/maximal) and ``d-separation`` (any/minimal) become

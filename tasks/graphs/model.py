@@ -321,7 +321,7 @@ class CausalGraph:
     # -- conversions ----------------------------------------------------------------------------
     @classmethod
     def from_dict(cls, d: Mapping[str, Any], *, validate: bool = True) -> CausalGraph:
-        """Build a graph from DESIGN §4's ``problem["graph"]`` dict.
+        """Build a graph from a problem's ``problem["graph"]`` dict.
 
         Args:
             d: ``{"type": "DAG"|"ADMG"|"DG", "nodes": [...], "directed": [[a, b], ...],
@@ -353,7 +353,7 @@ class CausalGraph:
         return g.validate() if validate else g
 
     def to_dict(self) -> dict[str, Any]:
-        """The DESIGN §4 dict: nodes in their order, edges sorted (JSON-serialisable)."""
+        """The problem JSON's graph dict: nodes in their order, edges sorted (JSON-serialisable)."""
         return {
             "type": self.kind,
             "nodes": list(self.nodes),

@@ -1,6 +1,6 @@
 """Knights & Knaves: a truth-table checker for reasoning-gym's ``knights_knaves`` puzzles and their traces.
 
-CALVER's logic transfer (DESIGN §3.4): a trace restates every person's claim in a small formal syntax,
+CALVER's logic transfer: a trace restates every person's claim in a small formal syntax,
 names a strategy, derives, and commits to an assignment; the checker recomputes everything by truth
 table, so a chain of thought counts as correct only when it is *semantically* right, not when it
 happens to end in the right answer.
@@ -45,7 +45,7 @@ alternatives (:func:`faithgrpo.tasks.causal.answers.offers_alternatives`: the wo
 ``otherwise``, ``alternatively``, ``unless``, ``vice versa``, or ``/``) is no assignment, and such
 an ``<answer>`` is wrong (also for the outcome reward), whatever its first option says.
 
-**Derivation claims** (DESIGN §3.4: the derivation is a checked certificate, not prose). A
+**Derivation claims** (the derivation is a checked certificate, not prose). A
 DERIVATION line is either a *claim* in this grammar or prose, which is ignored. One claim per line;
 it may start with a bullet or number, a ``Row 3:``/``Case 3:``/``Step 3:`` label and one of ``so``,
 ``thus``, ``hence``, ``therefore``, ``then``, and may end with a period; names and role words

@@ -341,7 +341,7 @@ def score_roles(answer: str | None, puzzle: KKPuzzle, roles: Assignment | None) 
 
 
 def _score_answer(answer: str, puzzle: KKPuzzle, roles: Assignment | None) -> float:
-    if offers_alternatives(answer):  # "..., or vice versa": one answer per slot (DESIGN §3.4)
+    if offers_alternatives(answer):  # "..., or vice versa": one answer per slot
         return 0.0
     entry = {"answer": kk_oracle_answer(puzzle, roles)}
     try:

@@ -1,8 +1,8 @@
 """Latency of the CLEAR judge per judgement, by task type, over the template records.
 
-Judges every record of ``tests/data/clear_templates.jsonl`` (every CLEAR_FORMAT.md template on
-4-9 node DAGs, ADMGs and directed graphs) against its listed answers, its accepted candidates and
-its brute-force wrong answers. "cold" empties the parse and enumeration caches before each
+Judges every record of ``tests/data/clear_templates.jsonl`` (every CLEAR template of
+(docs/clear.md, "Record format") on 4-9 node DAGs, ADMGs and directed graphs) against its listed
+answers, its accepted candidates and its brute-force wrong answers. "cold" empties the parse and enumeration caches before each
 judgement (a record seen for the first time: description and question parsing, brute force over
 subsets, path enumeration); "warm" keeps them (the same record judged again, as for the K samples
 of one prompt). Target: <= 1 ms per judgement.

@@ -1,7 +1,7 @@
 """Seeded generator of CLEAR-format test records: ``tests/data/clear_templates.jsonl``.
 
-Every question template of ``CLEAR_FORMAT.md`` is instantiated on random DAGs, ADMGs and directed
-graphs (4-9 nodes). Labels come from the brute-force oracle below, written on networkx only and
+Every CLEAR question template (docs/clear.md, "Record format") is instantiated on random DAGs,
+ADMGs and directed graphs (4-9 nodes). Labels come from the brute-force oracle below, written on networkx only and
 independent of :mod:`faithgrpo.tasks.clear` and :mod:`faithgrpo.tasks.graphs.criteria`:
 
 * paths: ``networkx.all_simple_edge_paths`` on the skeleton multigraph (a directed and a
@@ -201,7 +201,7 @@ class Oracle:
         return sorted((frozenset(c) for c in nx.connected_components(ug)), key=sorted)
 
     def cycle_claim(self, nodes: tuple, marks: tuple) -> bool:
-        """CLEAR_FORMAT.md's rule, for simple closed claims."""
+        """The cycle rule (docs/clear.md, "Record format"), for simple closed claims."""
         if len(nodes) < 3 or nodes[0] != nodes[-1] or len(set(marks)) != 1 or marks[0] == "<->":
             return False
         steps = itertools.pairwise(nodes)

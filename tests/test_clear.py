@@ -1,8 +1,8 @@
 """Tests for faithgrpo.tasks.clear: the CLEAR judge, typed reading, listed answers, problems, files, CLI.
 
-The main fixture is ``tests/data/clear_templates.jsonl``: records instantiating every template of
-``CLEAR_FORMAT.md`` on seeded random DAGs, ADMGs and directed graphs, labelled by the networkx
-brute-force oracle of ``tests/clear_records.py`` (independent of the judge's own predicates), with
+The main fixture is ``tests/data/clear_templates.jsonl``: records instantiating every CLEAR
+template (docs/clear.md, "Record format") on seeded random DAGs, ADMGs and directed graphs, labelled
+by the networkx brute-force oracle of ``tests/clear_records.py`` (independent of the judge's own predicates), with
 candidates the judge must accept and wrong answers built by brute force that it must reject.
 """
 

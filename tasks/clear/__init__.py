@@ -2,9 +2,9 @@
 
 CLEAR (Chen et al. 2024, "CLEAR: Can Language Models Really Understand Causal Graphs?") ships one
 JSON-Lines file per task type (``data/json_single/<task_type>.json``); a record is
-``{description, graph_type, uid, sid, question, answer, question_type, task_type}``. The wording of
-every description and question template is in ``CLEAR_FORMAT.md`` (the contract); this module reads
-exactly those templates for nine task types and every question type they use:
+``{description, graph_type, uid, sid, question, answer, question_type, task_type}``. How each field,
+description and question template is read and how each question type is judged is in
+(docs/clear.md, "Record format"); this module reads nine task types and every question type they use:
 
 ==========================  ======================  ===============================================
 task type                   question types          a valid answer is
@@ -26,8 +26,8 @@ c-component                 YN, FA, HM              the partition into districts
                                                     joined by bi-directed edges alone)
 ==========================  ======================  ===============================================
 
-Semantics fixed by the published labels (``CLEAR_FORMAT.md``): *minimal* / *maximal* sets are valid
-sets with no valid proper subset / superset, decided by brute force over subsets; *shortest* /
+Semantics fixed by the published labels: *minimal* / *maximal* sets are valid sets with no valid
+proper subset / superset, decided by brute force over subsets; *shortest* /
 *longest* count edges among all backdoor paths; a cycle candidate is a cycle only when every arrow
 is ``->`` (or every arrow ``<-``), each step is an edge in that direction and the last node equals
 the first (``N<-W->K->N`` is not one); ``Is it a C-component?`` is yes exactly when the whole graph

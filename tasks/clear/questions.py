@@ -218,7 +218,7 @@ def option_value(task: str, text: str) -> frozenset[str] | Path | None:
 
 
 def read_question(record: Mapping[str, Any]) -> ClearQuestion | None:
-    """Read a CLEAR record against the templates of ``CLEAR_FORMAT.md``.
+    """Read a CLEAR record against its task's question templates (docs/clear.md, "Record format").
 
     Returns:
         The typed reading, or ``None`` when the task type is not one of :data:`TASK_TYPES`, the

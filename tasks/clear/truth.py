@@ -152,8 +152,8 @@ def rotate_cycle(cycle: tuple[str, ...]) -> tuple[str, ...]:
 def cycle_nodes(g: CausalGraph, p: Path, *, claim: bool) -> tuple[str, ...] | bool | None:
     """The forward node cycle of a closed path, ``False`` when it is not a cycle of ``g``.
 
-    Rule (CLEAR_FORMAT.md): every arrow ``->`` (or every arrow ``<-``), each step an edge of ``g`` in
-    that direction, last node == first. A closed walk that revisits a node is ``None`` for a claim
+    Rule (docs/clear.md, "Record format"): every arrow ``->`` (or every arrow ``<-``), each step an
+    edge of ``g`` in that direction, last node == first. A closed walk that revisits a node is ``None`` for a claim
     (the labels do not say) and ``False`` for an answer.
     """
     if len(p.nodes) < 3 or p.nodes[0] != p.nodes[-1] or len(set(p.marks)) != 1 or p.marks[0] == "<->":

@@ -64,14 +64,25 @@ outcome_reward.__name__ = "outcome"
 
 def make_outcome_reward(strict: bool = True):
     """Return the outcome reward with reasoning-gym partial credit kept (``strict=False``) or not."""
-    if strict:
-        return outcome_reward
+    return outcome_reward if strict else OutcomeReward(strict=False)
 
-    def outcome(completions: list[Any], **kwargs: Any) -> list[float | None]:
-        return _outcome(completions, strict=False, **kwargs)
 
-    outcome.__doc__ = outcome_reward.__doc__
-    return outcome
+class OutcomeReward:
+    """The outcome reward as a callable object (picklable), for a non-default ``strict``."""
+
+    __name__ = "outcome"
+
+    def __init__(self, strict: bool = True):
+        self.strict = bool(strict)
+
+    def __repr__(self) -> str:
+        return f"OutcomeReward(strict={self.strict})"
+
+    def __call__(self, completions: list[Any], **kwargs: Any) -> list[float | None]:
+        return _outcome(completions, strict=self.strict, **kwargs)
+
+
+OutcomeReward.__call__.__doc__ = outcome_reward.__doc__
 
 
 def _outcome(completions: list[Any], *, strict: bool, **kwargs: Any) -> list[float | None]:

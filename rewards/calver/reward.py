@@ -94,6 +94,7 @@ from faithgrpo.tasks.graphs.model import CausalGraph
 
 __all__ = [
     "CHECK_NAMES",
+    "CalverReward",
     "CalverScore",
     "calver_reward",
     "make_calver_reward",
@@ -290,19 +291,41 @@ def make_calver_reward(
     max_strategy_chars: int = DEFAULT_MAX_STRATEGY_CHARS,
     max_nodes: int = MAX_NODES,
     max_edges: int = MAX_EDGES,
-):
+) -> CalverReward:
     """Build the CALVER reward with the given scorer settings (see :func:`score_trace`).
 
     Returns:
-        A TRL reward function named ``calver``.
+        A `CalverReward` (a picklable TRL reward named ``calver``).
 
     Raises:
         ValueError: a setting out of range (checked here, before training starts).
     """
     config = CalverConfig(graph_check, "problem", max_paths, max_chars, max_slot_chars, max_strategy_chars,
                           max_nodes, max_edges)  # fmt: skip
+    return CalverReward(config)
 
-    def calver(completions: list[Any], problem: list[Any] | None = None, **kwargs: Any) -> list[float | None]:
+
+class CalverReward:
+    """The CALVER reward as a callable object, so it pickles (TRL's async trainer, process pools).
+
+    Built by :func:`make_calver_reward`; ``calver_reward`` is the default one.
+    """
+
+    __name__ = "calver"
+
+    def __init__(self, config: CalverConfig | None = None):
+        self.config = config if config is not None else cached_config(
+            "exact", "problem", DEFAULT_MAX_PATHS, DEFAULT_MAX_CHARS, DEFAULT_MAX_SLOT_CHARS,
+            DEFAULT_MAX_STRATEGY_CHARS, MAX_NODES, MAX_EDGES,
+        )  # fmt: skip
+
+    def __repr__(self) -> str:
+        return f"CalverReward({self.config!r})"
+
+    def __call__(
+        self, completions: list[Any], problem: list[Any] | None = None, **kwargs: Any
+    ) -> list[float | None]:
+        config = self.config
         rewards: list[float | None] = []
         scores: list[CalverScore] = []
         failed: list[str] = []
@@ -348,9 +371,6 @@ def make_calver_reward(
             log_extra("calver_failed", failed)
         return rewards
 
-    calver.__doc__ = _REWARD_DOC
-    return calver
-
 
 _REWARD_DOC = """CALVER reward: S/6 for the six symbolic trace checks; ``None`` for non-causal rows.
 
@@ -374,4 +394,5 @@ _REWARD_DOC = """CALVER reward: S/6 for the six symbolic trace checks; ``None`` 
         [0.0, None]
     """
 
+CalverReward.__call__.__doc__ = _REWARD_DOC
 calver_reward = make_calver_reward()

@@ -59,3 +59,40 @@ def test_rewards_score_the_same_batch_in_a_spawned_process():
         result = pool.map_async(_score, [pickle.dumps(r) for r in rewards])
         got = result.get(timeout=300)  # a hung child fails here with a TimeoutError, not a hung suite
     assert got == expected
+
+
+def _cros_score(payload: bytes) -> list:
+    reward = pickle.loads(payload)
+    return reward(prompts=CROS_BATCH["prompts"], completions=CROS_BATCH["completions"])
+
+
+CROS_BATCH = {
+    "prompts": ["What is 2 + 3?"] * 2,
+    "completions": [
+        "<think>Step 1: 2 + 3 = 5\nStep 2: so the answer is 5\nStep 3: done</think><answer>5</answer>",
+        "<think>Step 1: guess\nStep 2: five</think><answer>5</answer>",
+    ],
+}
+
+
+def test_cros_pickles_by_configuration_and_reloads_its_reference_in_a_child(tmp_path):
+    from faithgrpo.rewards.cros import CRoSReward
+    from faithgrpo.testing import save_tiny_causal_lm, tiny_causal_lm
+
+    path = save_tiny_causal_lm(tmp_path / "ref")
+    cros = CRoSReward(str(path), num_scrambles=2)
+    unloaded = pickle.dumps(cros)
+    expected = cros(**CROS_BATCH)  # loads the reference from the path
+    assert cros.model is not None
+    loaded = pickle.dumps(cros)  # the live model stays here; the copy holds the path
+    assert len(loaded) < 100_000
+    for payload in (unloaded, loaded):
+        copy = pickle.loads(payload)
+        assert copy.__name__ == "cros" and copy.model is None
+        assert copy(**CROS_BATCH) == expected
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        assert pool.map_async(_cros_score, [loaded]).get(timeout=300) == [expected]
+    model, tokenizer = tiny_causal_lm("llama")
+    bound = CRoSReward(model.requires_grad_(False), tokenizer)
+    with pytest.raises(TypeError, match="bound to a live reference model"):
+        pickle.dumps(bound)

@@ -277,6 +277,33 @@ class CRoSReward(ReferenceBinding):
     def _prompt_ids(self, prompt: Any) -> list[int]:
         return self.scorer.prompt_ids(prompt, self._render_kwargs())
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickle by configuration: the settings and the reference *path*, never a live model.
+
+        A copy in another process (TRL's async trainer, a process pool) loads the reference itself
+        from the path on its first call. A reward bound to a model object (the trainer's initial
+        policy, or a model passed in) cannot leave its process.
+        """
+        if self.reference_mode not in (None, "path"):
+            raise TypeError(
+                f"this CRoS reward is bound to a live reference model (mode {self.reference_mode!r}) that a "
+                "copy in another process cannot share: pickle it before it is bound, or give it a reference "
+                "path (CRoSReward('embedded') or a checkpoint directory), which each process loads itself"
+            )
+        state = dict(self.__dict__)
+        scorer = state.pop("scorer")
+        state["_scorer_settings"] = (scorer.batch_size, scorer.reuse_prompt_cache)
+        if scorer.model is not None:  # loaded from the path: the copy reloads it
+            state["reference_mode"] = "path"
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        batch_size, reuse_prompt_cache = state.pop("_scorer_settings")
+        self.__dict__.update(state)
+        self.scorer = ReferenceScorer(batch_size, reuse_prompt_cache, self._warn_once)
+        if self._tokenizer_spec is not None and not isinstance(self._tokenizer_spec, (str, os.PathLike)):
+            self.tokenizer = self._tokenizer_spec
+
     def _warn_once(self, key: str, message: str) -> None:
         if key not in self._warned:
             self._warned.add(key)

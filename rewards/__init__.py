@@ -22,6 +22,7 @@ _EXPORTS = {
     "REWARD_NAMES": "registry",
     "get_reward_funcs": "registry",
     "CRoSReward": "cros.reward",
+    "CalverReward": "calver.reward",
     "CalverScore": "calver.reward",
     "calver_reward": "calver.reward",
     "make_calver_reward": "calver.reward",

@@ -20,6 +20,7 @@ from faithgrpo.rewards.calver.problem import (
 )
 from faithgrpo.rewards.calver.reward import (
     CHECK_NAMES,
+    CalverReward,
     CalverScore,
     calver_reward,
     make_calver_reward,
@@ -31,6 +32,7 @@ __all__ = [
     "GRAPH_CHECKS",
     "CalverConfig",
     "CalverProblem",
+    "CalverReward",
     "CalverScore",
     "calver_reward",
     "make_calver_reward",

@@ -293,3 +293,13 @@ def test_the_results_page_joins_the_family_reports(tmp_path, tiny_model):
     assert set(rows) == {"sft-causal_graph", "sft-knights_knaves"}
     assert set(rows["sft-causal_graph"]["1"]["valid"]) >= {"calver", "plurality", "structure", "oracle"}
     assert main([str(tmp_path / "empty")]) == 2
+
+
+def test_docstring_examples_run():
+    import doctest
+    import importlib
+
+    names = ("families", "pools", "grading", "selectors", "report", "command", "page")
+    modules = [importlib.import_module(f"faithgrpo.eval.selection.{n}") for n in names]
+    results = [doctest.testmod(m) for m in modules]
+    assert sum(r.attempted for r in results) >= 5 and not any(r.failed for r in results)

@@ -55,6 +55,31 @@ def _cmd_clear_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_data(args: argparse.Namespace) -> int:
+    """Write seeded rows of a task as a dataset folder (TRL's CLI or verl reads it)."""
+    import json
+
+    from faithgrpo.eval.report.adapters import task_rows
+    from faithgrpo.tasks.export import export_rows
+
+    try:
+        config = json.loads(args.task_config) if args.task_config else {}
+        if not isinstance(config, dict):
+            raise ValueError("--task-config must be a JSON object of the task's config fields")
+        if args.size < 1:
+            raise ValueError(f"--size must be >= 1, got {args.size}")
+        path = export_rows(task_rows(args.task, args.size, args.seed, config), args.out, args.format)
+    except json.JSONDecodeError as err:
+        print(f"error: --task-config is not JSON ({err.msg})", file=sys.stderr)
+        return 2
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    print(f"rows: {args.size}")
+    print(f"dataset: {path}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="faithgrpo",
@@ -77,6 +102,20 @@ def build_parser() -> argparse.ArgumentParser:
         "path", help="a CLEAR JSON-Lines file, or a directory of them (CLEAR's data/json_single/)"
     )
     clear.set_defaults(func=_cmd_clear_eval)
+
+    data = sub.add_parser(
+        "data",
+        help="write seeded rows of a task as a dataset folder (for trl grpo --dataset_name, or verl)",
+    )
+    data.add_argument(
+        "task", help="causal_graph, causal_story, causal_bn, knights_knaves or a reasoning-gym task"
+    )
+    data.add_argument("--out", required=True, help="output folder (train.jsonl, or train.parquet for verl)")
+    data.add_argument("--size", type=int, default=512, help="rows")
+    data.add_argument("--seed", type=int, default=0, help="seed of the rows")
+    data.add_argument("--task-config", default=None, help="JSON object of the task's config fields")
+    data.add_argument("--format", default="trl", choices=("trl", "verl"), help="column layout")
+    data.set_defaults(func=_cmd_data)
 
     from faithgrpo.eval.cli import add_eval_subcommand, add_select_subcommand
 

@@ -47,11 +47,12 @@ def row_of(ground_truth: Any = None, extra_info: Mapping[str, Any] | None = None
         if isinstance(decoded, dict) and {"problem", "entry"} & set(decoded):
             label = decoded
     if isinstance(label, Mapping):
-        row.update({k: label.get(k) for k in row if label.get(k) is not None})
+        row.update({k: label.get(k) for k in row if label.get(k) not in (None, "")})
     elif label is not None:
         row["answer"] = str(label)
     if isinstance(extra_info, Mapping):
-        row.update({k: extra_info[k] for k in row if extra_info.get(k) is not None})
+        # an empty string is a column the row does not use (parquet has no per-row null types)
+        row.update({k: extra_info[k] for k in row if extra_info.get(k) not in (None, "")})
     for key in ("problem", "entry"):
         if isinstance(row[key], Mapping):
             row[key] = json.dumps(row[key])

@@ -22,6 +22,8 @@ CLEAR=${CLEAR:-}  # CLEAR's data/json_single folder; the clear family is skipped
 FAMILIES=${FAMILIES:-causal_graph clear causal_story causal_bn causal_bn_story base:causal_graph}
 BUDGET_MINUTES=${BUDGET_MINUTES:-600}
 THREADS=${THREADS:-2}  # torch threads while sampling (recorded with each pool)
+BATCH_QUESTIONS=${BATCH_QUESTIONS:-4}  # questions per decode call, and rows decoded together:
+SLOTS=${SLOTS:-32}                     # provenance, not part of a pool's key (benchmarks/bench_pools.py)
 deadline=$(( $(date +%s) + BUDGET_MINUTES * 60 ))
 
 tokens_for() {  # the generation budget of a family: ~2x its longest gold trace
@@ -36,7 +38,8 @@ for entry in $FAMILIES; do
   policy=sft; family=$entry
   if [[ "$entry" == base:* ]]; then policy=base; family=${entry#base:}; fi
   args=(--family "$family" --policy "$policy" --pools "$POOLS" --out "$OUT" --sft-config "$SFT_CONFIG"
-        --samples 32 --k 1,2,4,8,16,32 --max-new-tokens "$(tokens_for "$family")" --seed 0 --threads "$THREADS")
+        --samples 32 --k 1,2,4,8,16,32 --max-new-tokens "$(tokens_for "$family")" --seed 0 --threads "$THREADS"
+        --batch-questions "$BATCH_QUESTIONS" --slots "$SLOTS")
   if [[ "$policy" == sft ]]; then args+=(--adapter "$ADAPTER"); fi
   if [[ "$family" == clear ]]; then
     if [[ -z "$CLEAR" ]]; then echo "[selection] clear skipped: set CLEAR=<CLEAR's data/json_single folder>"; continue; fi

@@ -85,6 +85,7 @@ def generate_completions(
     progress: bool = True,
     engine: str = "auto",
     prompt_seeds: Sequence[int] | None = None,
+    sampled: list | None = None,
 ) -> tuple[list[CompletionRecord], GenerationStats]:
     """Sample ``settings.num_samples`` completions for every prompt.
 
@@ -106,6 +107,9 @@ def generate_completions(
             prompt then gets the completions it would get if sampled alone with its own seed (up to
             float rounding between batch sizes), so prompts can share a batch and still be reproduced
             one by one. The ``generate`` engine samples such prompts one at a time.
+        sampled: an empty list to receive, per prompt, each completion's ``(token ids, log-probabilities
+            of the sampled tokens under the distribution they were drawn from)``; the decode engine
+            only (`ValueError` where another engine would run).
 
     Returns:
         ``(records, stats)``: one `CompletionRecord` per prompt, in order, and the throughput.
@@ -132,6 +136,8 @@ def generate_completions(
         raise ValueError(f"got {len(prompt_seeds)} prompt seeds for {len(prompts)} prompts")
     if prompt_seeds is not None and backend == "vllm":
         raise ValueError("prompt_seeds needs the transformers backend")
+    if sampled is not None and (backend != "transformers" or engine == "generate"):
+        raise ValueError("sampled token log-probabilities need the decode engine (engine='decode' or 'auto')")
     record_settings = {**asdict(settings), "backend": backend, **(metadata or {})}
     if backend == "vllm":
         return _generate_vllm(model, tokenizer, prompts, settings, ids, record_settings, progress)
@@ -146,7 +152,11 @@ def generate_completions(
         if why_not is None and all(prompt_ids(tokenizer, p) for p in prompts):
             record_settings["engine"] = "decode"
             return decoding.generate_decode(
-                model, tokenizer, prompts, settings, ids, record_settings, progress, prompt_seeds
+                model, tokenizer, prompts, settings, ids, record_settings, progress, prompt_seeds, sampled
+            )
+        if sampled is not None:
+            raise ValueError(
+                f"sampled token log-probabilities need the decode engine, which cannot run: {why_not}"
             )
         record_settings["engine"] = "generate"
         if prompt_seeds is not None:

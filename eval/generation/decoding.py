@@ -437,10 +437,13 @@ def decode_rows(
     return out
 
 
-def generate_decode(model, tokenizer, prompts, settings, ids, record_settings, progress, prompt_seeds=None):
+def generate_decode(
+    model, tokenizer, prompts, settings, ids, record_settings, progress, prompt_seeds=None, sampled=None
+):
     """The ``"decode"`` engine behind `generate_completions`: records and stats like the ``generate`` path.
 
-    ``prompt_seeds`` (one per prompt) replaces ``settings.seed`` with a seed per prompt (`decode_rows`).
+    ``prompt_seeds`` (one per prompt) replaces ``settings.seed`` with a seed per prompt (`decode_rows`);
+    ``sampled``, an empty list, receives per prompt each completion's ``(token ids, log-probabilities)``.
     """
     import torch
     from tqdm.auto import tqdm
@@ -453,6 +456,7 @@ def generate_decode(model, tokenizer, prompts, settings, ids, record_settings, p
         )
     g = settings.num_samples
     rows = [(i, j) for i in range(len(prompts)) for j in range(g)]
+    logps: list[list[float]] | None = [] if sampled is not None else None
     start = time.perf_counter()
     with (
         torch.inference_mode(),
@@ -469,6 +473,7 @@ def generate_decode(model, tokenizer, prompts, settings, ids, record_settings, p
             eos=eos,
             seed=settings.seed if prompt_seeds is None else [int(x) for x in prompt_seeds],
             on_done=lambda: bar.update(1),
+            logprobs=logps,
         )
     seconds = time.perf_counter() - start
     texts: list[list[str]] = [[""] * g for _ in prompts]
@@ -476,6 +481,10 @@ def generate_decode(model, tokenizer, prompts, settings, ids, record_settings, p
     for (i, j), kept in zip(rows, tokens):
         counts[i][j] = len(kept)
         texts[i][j] = tokenizer.decode(kept, skip_special_tokens=True)
+    if sampled is not None:
+        sampled.extend([[] for _ in prompts])
+        for (i, _), kept, lp in zip(rows, tokens, logps):
+            sampled[i].append((list(kept), list(lp)))
     records = [
         CompletionRecord(ids[i], prompts[i], texts[i], counts[i], dict(record_settings))
         for i in range(len(prompts))

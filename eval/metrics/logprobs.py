@@ -21,6 +21,7 @@ __all__ = [
     "completion_logprobs",
     "decode_rows",
     "prompt_ids",
+    "sampled_answer_logprob",
     "score_rows",
     "scoring_mode",
 ]
@@ -276,3 +277,44 @@ def answer_logprobs(
             prompt_cache[key] = prompt_ids(tokenizer, prompt)
         rows.append(ScoredRow(index, 0, prompt_cache[key] + split[0], split[1], []))
     return mean_logprobs(model, tokenizer, rows, out, batch_size, progress)
+
+
+def sampled_answer_logprob(tokenizer, token_ids: list[int], logprobs: list[float]) -> float | None:
+    """`answer_logprobs`'s confidence from the sampling itself: the mean log-probability of the
+    generated tokens that make up the last ``<answer>`` content (a token straddling its start counts).
+
+    Equal to `answer_logprobs` where the policy sampled at temperature 1 without top-p (the sampling
+    distribution is the model's) and the completion re-tokenises to the tokens it was sampled as;
+    it reads the tokens the policy produced, with no forward pass. ``None`` without a non-empty answer.
+
+    Example:
+        >>> from faithgrpo.testing import tiny_tokenizer
+        >>> tok = tiny_tokenizer()
+        >>> ids = tok("<answer>ab</answer>", add_special_tokens=False)["input_ids"]
+        >>> sampled_answer_logprob(tok, ids, [-1.0] * len(ids)), sampled_answer_logprob(tok, ids[:2], [-1.0] * 2)
+        (-1.0, None)
+    """
+    from faithgrpo.rewards.text import ANSWER_CLOSE as CLOSE
+    from faithgrpo.rewards.text import ANSWER_OPEN as OPEN
+
+    text = tokenizer.decode(token_ids, skip_special_tokens=True)
+    close = text.rfind(CLOSE)
+    open_ = text.rfind(OPEN, 0, close) if close >= 0 else -1
+    if open_ < 0:
+        return None
+    start, end = open_ + len(OPEN), close
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    if start == end:
+        return None
+    # character end of each token's text: the length of the decoded prefix through it
+    ends = [
+        len(tokenizer.decode(token_ids[: k + 1], skip_special_tokens=True)) for k in range(len(token_ids))
+    ]
+    chosen = [lp for k, lp in enumerate(logprobs) if ends[k] > start and (ends[k - 1] if k else 0) < end]
+    if not chosen:
+        return None
+    value = sum(chosen) / len(chosen)
+    return value if math.isfinite(value) else None

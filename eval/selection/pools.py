@@ -156,6 +156,7 @@ class PoolStore:
                 gz.write((json.dumps(self.header, sort_keys=True) + "\n").encode())
                 for key in sorted(self.pools):
                     gz.write((json.dumps(asdict(self.pools[key]), sort_keys=True) + "\n").encode())
+            os.chmod(tmp, 0o644)  # mkstemp makes 0600; a store is an ordinary, shareable file
             os.replace(tmp, self.path)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
@@ -198,13 +199,14 @@ def fill_pools(
     """
     from faithgrpo.eval.generation.backends import generate_completions
     from faithgrpo.eval.generation.settings import SamplingSettings, fixed_threads
-    from faithgrpo.eval.metrics.logprobs import answer_logprobs
+    from faithgrpo.eval.metrics.logprobs import answer_logprobs, sampled_answer_logprob
 
     say = log or (lambda line: print(line, file=sys.stderr, flush=True))
     start = time.perf_counter()
     keys = [pool_key(weights, prompt, settings) for _, prompt, _ in items]
     missing = [i for i, key in enumerate(keys) if store.get(key) is None]
     loaded: list[tuple[Any, Any]] = []
+    exact_distribution = settings.temperature == 1.0 and settings.top_p == 1.0
     for first in range(0, len(missing), max(1, group)):
         if budget_seconds is not None and time.perf_counter() - start >= budget_seconds:
             break
@@ -221,23 +223,37 @@ def fill_pools(
             batch_size=slots or settings.samples,
             threads=threads,
         )
+        prompts = [items[i][1] for i in chunk]
+        seeds = [question_seed(settings.seed, items[i][2]) for i in chunk]
+        # At temperature 1 without top-p the sampling distribution is the model's: the confidence
+        # selector's answer log-probabilities come with the sampled tokens, no second forward pass.
+        sampled: list | None = [] if exact_distribution and engine != "generate" else None
         began = time.perf_counter()
-        records, _ = generate_completions(
-            model, tokenizer, [items[i][1] for i in chunk], sampling, ids=[items[i][0] for i in chunk],
-            progress=False, engine=engine, prompt_seeds=[question_seed(settings.seed, items[i][2]) for i in chunk],
-        )  # fmt: skip
+        try:
+            records, _ = generate_completions(
+                model, tokenizer, prompts, sampling, ids=[items[i][0] for i in chunk], progress=False,
+                engine=engine, prompt_seeds=seeds, sampled=sampled,
+            )  # fmt: skip
+        except ValueError:
+            if sampled is None:
+                raise
+            sampled = None  # the decode engine cannot run this model: generate, then score
+            records, _ = generate_completions(
+                model, tokenizer, prompts, sampling, ids=[items[i][0] for i in chunk], progress=False,
+                engine=engine, prompt_seeds=seeds,
+            )  # fmt: skip
         generated = time.perf_counter() - began
         tokens = sum(sum(r.num_tokens) for r in records)
-        for i, record in zip(chunk, records):
+        for n, (i, record) in enumerate(zip(chunk, records)):
             scored = time.perf_counter()
-            with fixed_threads(threads):
-                confidence = answer_logprobs(
-                    model,
-                    tokenizer,
-                    [(items[i][1], c) for c in record.completions],
-                    batch_size=8,
-                    progress=False,
-                )
+            if sampled is not None:
+                confidence = [sampled_answer_logprob(tokenizer, ids, lps) for ids, lps in sampled[n]]
+            else:
+                with fixed_threads(threads):
+                    confidence = answer_logprobs(
+                        model, tokenizer, [(items[i][1], c) for c in record.completions], batch_size=8,
+                        progress=False,
+                    )  # fmt: skip
             store.put(
                 FrozenPool(
                     id=items[i][0],
@@ -250,6 +266,7 @@ def fill_pools(
                         "threads": threads,
                         "questions_per_call": len(chunk),
                         "slots": sampling.batch_size,
+                        "confidence_from": "sampling" if sampled is not None else "forward pass",
                         # this pool's share of its call, by generated tokens
                         "generation_seconds": round(generated * sum(record.num_tokens) / max(tokens, 1), 3),
                         "scoring_seconds": round(time.perf_counter() - scored, 3),

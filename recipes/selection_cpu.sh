@@ -13,7 +13,7 @@
 # find-one-valid records that converts to a CALVER question. The SFT policy is the
 # adapter in recipes/results/selection/sft_adapter (recipes/configs/sft_selection_cpu.yaml).
 set -euo pipefail
-PYTHON=${PYTHON:-python}
+PYTHON=${PYTHON:-$([[ -x .venv/bin/python ]] && echo .venv/bin/python || echo python)}  # make setup's venv
 OUT=${OUT:-recipes/results/selection}
 POOLS=${POOLS:-recipes/results/selection/pools}
 ADAPTER=${ADAPTER:-recipes/results/selection/sft_adapter}
@@ -22,7 +22,7 @@ CLEAR=${CLEAR:-}  # CLEAR's data/json_single folder; the clear family is skipped
 FAMILIES=${FAMILIES:-causal_graph clear causal_story causal_bn causal_bn_story base:causal_graph}
 BUDGET_MINUTES=${BUDGET_MINUTES:-600}
 THREADS=${THREADS:-2}  # torch threads while sampling (recorded with each pool)
-BATCH_QUESTIONS=${BATCH_QUESTIONS:-4}  # questions per decode call, and rows decoded together:
+BATCH_QUESTIONS=${BATCH_QUESTIONS:-1}  # questions per decode call, and rows decoded together:
 SLOTS=${SLOTS:-32}                     # provenance, not part of a pool's key (benchmarks/bench_pools.py)
 deadline=$(( $(date +%s) + BUDGET_MINUTES * 60 ))
 

@@ -172,7 +172,7 @@ def fill_pools(
     *,
     threads: int = 1,
     engine: str = "auto",
-    group: int = 4,
+    group: int = 1,
     slots: int | None = None,
     budget_seconds: float | None = None,
     log: Callable[[str], None] | None = None,

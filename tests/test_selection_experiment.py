@@ -122,6 +122,11 @@ def _brute_force_count(problem):
     g.add_nodes_from(problem["graph"]["nodes"])
     g.add_edges_from(map(tuple, problem["graph"].get("directed", [])))
     q = problem["query"]
+    if q["kind"] == "mediator":  # a node on a directed path from treatment to outcome
+        x, y = q["treatment"], q["outcome"]
+        return sum(n not in (x, y) and n in nx.descendants(g, x) and y in nx.descendants(g, n) for n in g)
+    if q["kind"] in ("ci_test", "directed_path"):
+        return 1
     if q["kind"] == "dsep_set":
         x, y = q["x"], q["y"]
         free = [n for n in g if n not in (x, y)]
@@ -145,10 +150,10 @@ def test_valid_answer_counts_match_networkx_brute_force():
     questions, _ = build_questions("causal_graph", 96, seed=7)
     checked = 0
     for q in questions:
-        if q.stratum in ("dsep_set/any", "backdoor_set/any"):
+        if q.stratum in ("dsep_set/any", "backdoor_set/any", "mediator", "ci_test", "directed_path"):
             assert valid_answer_count(q.gold["problem"]) == _brute_force_count(q.gold["problem"]), q.id
             checked += 1
-    assert checked >= 8
+    assert checked >= 20
 
 
 def test_pool_store_is_keyed_by_content_and_refuses_other_settings(tmp_path):

@@ -57,7 +57,9 @@ def valid_answer_count(problem: dict[str, Any]) -> int | None:
             return None
         subsets = itertools.chain.from_iterable(itertools.combinations(free, r) for r in range(len(free) + 1))
         return sum(valid_value(text, frozenset(s)) for s in subsets)
-    if kind.parse_answer(nodes[0]) is not None and kind.parse_answer("yes") is None:  # node-valued
+    if isinstance(kind.parse_answer("yes"), bool):  # yes/no: one valid answer
+        return 1
+    if isinstance(kind.parse_answer(nodes[0]), str):  # node-valued
         return sum(valid_value(text, n) for n in nodes)
     return 1
 

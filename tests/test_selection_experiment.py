@@ -304,7 +304,40 @@ def test_docstring_examples_run():
     import doctest
     import importlib
 
-    names = ("families", "pools", "grading", "selectors", "report", "command", "page")
+    names = ("families", "pools", "grading", "selectors", "report", "command", "page", "judge")
     modules = [importlib.import_module(f"faithgrpo.eval.selection.{n}") for n in names]
     results = [doctest.testmod(m) for m in modules]
     assert sum(r.attempted for r in results) >= 5 and not any(r.failed for r in results)
+
+
+def test_judge_scores_are_verdict_log_odds_batched_as_one_by_one(tiny_model):
+    import torch
+
+    from faithgrpo.eval.generation.checkpoints import load_checkpoint
+    from faithgrpo.eval.metrics.judge import cot_judge_prompt
+    from faithgrpo.eval.selection.judge import judge_scores, verdict_tokens
+
+    model, tokenizer = load_checkpoint(tiny_model)
+    prompt = [{"role": "user", "content": "Is there a directed path from X to Y?"}]
+    completions = ["<think>X -> Y</think><answer>yes</answer>", "no", "<answer>" + "long " * 40 + "</answer>"]
+    batched = judge_scores(model, tokenizer, prompt, completions, batch_size=3)
+    pos, neg = verdict_tokens(tokenizer)
+    for completion, score in zip(completions, batched):
+        text = tokenizer.apply_chat_template(
+            cot_judge_prompt(prompt, completion), add_generation_prompt=True, tokenize=False
+        )
+        ids = tokenizer(text + "VERDICT:", add_special_tokens=False)["input_ids"]
+        with torch.no_grad():
+            last = torch.log_softmax(model(torch.tensor([ids])).logits[0, -1].double(), -1)
+        assert score == pytest.approx(float(last[pos] - last[neg]), abs=1e-4)
+
+
+def test_the_judge_selector_runs_when_every_candidate_is_judged_and_rescores_offline(tmp_path, tiny_model):
+    config = _config(tmp_path, tiny_model, questions=2, judge=tiny_model)
+    report = run_select(config)
+    assert "judge" in report["result"]["selectors"] and report["questions_judged"] == 2
+    first = (tmp_path / "out" / "sft-causal_graph.json").read_bytes()
+    run_select(_config(tmp_path, "no-such-model", questions=2, judge=tiny_model, offline=True))
+    assert (tmp_path / "out" / "sft-causal_graph.json").read_bytes() == first
+    with pytest.raises(SelectError, match="no judge store"):
+        run_select(_config(tmp_path, "no-such-model", questions=2, judge="other-judge", offline=True))

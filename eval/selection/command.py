@@ -73,6 +73,10 @@ class SelectConfig:
         None, type=float, help="stop sampling new pools after this long (the next run continues)"
     )
     offline: bool = option(False, help="never load a model: re-score and re-grade the stored pools only")
+    judge: str | None = option(
+        None,
+        help="judge model of the judge selector ('embedded', a path); its scores are cached next to the pools",
+    )
     n_bootstrap: int = option(1000, help="bootstrap resamples over questions")
     confidence: float = option(0.95, help="interval coverage")
 
@@ -118,10 +122,16 @@ class SelectConfig:
         if not self.offline:
             from faithgrpo.eval.generation.checkpoints import check_checkpoint
 
-            try:
-                check_checkpoint(self.model, self.adapter)
-            except ValueError as err:
-                raise SelectError(f"--model/--adapter: {err}") from None
+            for flag, model, adapter in (
+                ("--model/--adapter", self.model, self.adapter),
+                ("--judge", self.judge, None),
+            ):
+                if model is None:
+                    continue
+                try:
+                    check_checkpoint(model, adapter)
+                except ValueError as err:
+                    raise SelectError(f"{flag}: {err}") from None
 
     def pool_settings(self):
         from faithgrpo.eval.selection.pools import PoolSettings
@@ -172,6 +182,43 @@ def open_store(config: SelectConfig, weights: dict[str, Any] | None):
         raise SelectError(str(err)) from None
 
 
+def _judge(config: SelectConfig, questions, pools, log) -> dict[str, list[float]]:
+    """The judge's scores of the pooled candidates: sampled where missing, read offline."""
+    from faithgrpo.eval.selection.judge import JudgeStore, fill_judge_scores, judge_digest
+    from faithgrpo.eval.selection.pools import PoolStoreError, read_jsonl_gz
+
+    label = Path(config.judge).name
+    path = Path(config.pools) / f"{config.policy}-{config.family}.judge-{label}.jsonl.gz"
+    if config.offline:
+        if not path.exists():
+            raise SelectError(f"--offline --judge: no judge store {path.name} in --pools; score it first")
+        header = read_jsonl_gz(path)[0]
+        header.pop("format", None)
+    else:
+        from faithgrpo.eval.generation.cache import weights_fingerprint
+        from faithgrpo.eval.selection.pools import weights_content
+
+        weights = judge_digest(weights_content(weights_fingerprint(config.judge)))
+        header = {
+            "family": config.family,
+            "policy": config.policy,
+            "judge": {"source": label, "weights": weights},
+        }
+    try:
+        store = JudgeStore(path, header)
+    except PoolStoreError as err:
+        raise SelectError(str(err)) from None
+    if config.offline:
+        return store.scores
+    from faithgrpo.eval.generation.checkpoints import load_checkpoint
+
+    budget = None if config.budget_minutes is None else 60 * config.budget_minutes
+    items = [(q.prompt, p) for q, p in zip(questions, pools)]
+    return fill_judge_scores(
+        store, items, lambda: load_checkpoint(config.judge), budget_seconds=budget, log=log
+    )
+
+
 def run_select(config: SelectConfig, *, log=None) -> dict[str, Any]:
     """Run the experiment on one family (module docstring); returns the report dict it wrote."""
     from faithgrpo.eval.generation.cache import weights_fingerprint
@@ -212,6 +259,7 @@ def run_select(config: SelectConfig, *, log=None) -> dict[str, Any]:
             budget_seconds=None if config.budget_minutes is None else 60 * config.budget_minutes,
             log=log,
         )
-    report, timing = build_report(config, questions, pools, skipped, store.header)
+    judged = None if config.judge is None else _judge(config, questions, pools, log)
+    report, timing = build_report(config, questions, pools, skipped, store.header, judged)
     write_report(report, timing, Path(config.out))
     return report

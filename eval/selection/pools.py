@@ -38,7 +38,9 @@ __all__ = [
     "fill_pools",
     "pool_key",
     "question_seed",
+    "read_jsonl_gz",
     "weights_content",
+    "write_jsonl_gz",
 ]
 
 POOL_FORMAT = 1
@@ -124,11 +126,7 @@ class PoolStore:
             self._load()
 
     def _load(self) -> None:
-        try:
-            with gzip.open(self.path, "rt", encoding="utf-8") as handle:
-                lines = [json.loads(line) for line in handle if line.strip()]
-        except (OSError, EOFError, json.JSONDecodeError) as err:
-            raise PoolStoreError(f"pool store {self.path.name} is unreadable ({err}); move it away") from None
+        lines = read_jsonl_gz(self.path)
         if not lines:
             return
         have = lines[0]
@@ -147,20 +145,34 @@ class PoolStore:
         return self.pools.get(key)
 
     def put(self, pool: FrozenPool) -> None:
-        """Add one pool and rewrite the file atomically (a temporary file, then ``os.replace``)."""
+        """Add one pool and rewrite the file atomically (`write_jsonl_gz`)."""
         self.pools[pool.key] = pool
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz:
-                gz.write((json.dumps(self.header, sort_keys=True) + "\n").encode())
-                for key in sorted(self.pools):
-                    gz.write((json.dumps(asdict(self.pools[key]), sort_keys=True) + "\n").encode())
-            os.chmod(tmp, 0o644)  # mkstemp makes 0600; a store is an ordinary, shareable file
-            os.replace(tmp, self.path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_jsonl_gz(self.path, [self.header, *(asdict(self.pools[key]) for key in sorted(self.pools))])
+
+
+def read_jsonl_gz(path: Path) -> list[dict[str, Any]]:
+    """Every line of a gzip JSON-lines file (`PoolStoreError` when it cannot be read)."""
+    try:
+        with gzip.open(path, "rt", encoding="utf-8") as handle:
+            return [json.loads(line) for line in handle if line.strip()]
+    except (OSError, EOFError, json.JSONDecodeError) as err:
+        raise PoolStoreError(f"store {path.name} is unreadable ({err}); move it away") from None
+
+
+def write_jsonl_gz(path: Path, lines: Sequence[dict[str, Any]]) -> None:
+    """Write ``lines`` as gzip JSON lines atomically: a temporary file, then ``os.replace``; a run
+    killed mid-write leaves the previous file whole."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz:
+            for line in lines:
+                gz.write((json.dumps(line, sort_keys=True) + "\n").encode())
+        os.chmod(tmp, 0o644)  # mkstemp makes 0600; a store is an ordinary, shareable file
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def fill_pools(

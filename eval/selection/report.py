@@ -64,7 +64,7 @@ def valid_answer_count(problem: dict[str, Any]) -> int | None:
     return 1
 
 
-def _candidates(question, pool, stats: Counter) -> tuple[tuple, float]:
+def _candidates(question, pool, stats: Counter, judged: list[float] | None = None) -> tuple[tuple, float]:
     from faithgrpo.eval.selection.families import FAMILIES, grader
     from faithgrpo.eval.selection.grading import Features, features, public_verifier
     from faithgrpo.eval.selection.selectors import Candidate
@@ -73,13 +73,20 @@ def _candidates(question, pool, stats: Counter) -> tuple[tuple, float]:
     verifier = public_verifier(causal, question.problem)
     grade = grader(question)
     out, verify_seconds = [], 0.0
-    for text, conf in zip(pool.completions, pool.confidence):
+    judge = (
+        judged
+        if judged is not None and len(judged) == len(pool.completions)
+        else [None] * len(pool.completions)
+    )
+    for text, conf, opinion in zip(pool.completions, pool.confidence, judge):
         began = time.perf_counter()
         try:
             feats = features(text, verifier, causal, conf)
         except Exception as err:  # a verifier bug on odd text scores 0 and is counted, never raised
             stats[f"features failed: {type(err).__name__}"] += 1
             feats = Features(None, 0, 0, conf)
+        if opinion is not None:
+            feats = Features(feats.answer, feats.calver, feats.structure, feats.confidence, opinion)
         verify_seconds += time.perf_counter() - began
         out.append(Candidate(feats, *grade(text)))
     return tuple(out), verify_seconds
@@ -112,7 +119,12 @@ def _regime(questions, pools) -> dict[str, Any]:
 
 
 def build_report(
-    config, questions: Sequence, frozen: Sequence, skipped: dict[str, int], header: dict[str, Any]
+    config,
+    questions: Sequence,
+    frozen: Sequence,
+    skipped: dict[str, int],
+    header: dict[str, Any],
+    judged: dict[str, list[float]] | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Grade the pools that exist, select, and collect the figures (module docstring).
 
@@ -126,7 +138,7 @@ def build_report(
     done = [(q, p) for q, p in zip(questions, frozen) if p is not None]
     pools, verify_seconds, gen_seconds, completions = [], 0.0, 0.0, 0
     for q, fp in done:
-        candidates, seconds = _candidates(q, fp, stats)
+        candidates, seconds = _candidates(q, fp, stats, (judged or {}).get(fp.key))
         pools.append(Pool(q.id, q.stratum, candidates))
         verify_seconds += seconds
         gen_seconds += float(fp.provenance.get("generation_seconds", 0.0))
@@ -158,6 +170,7 @@ def build_report(
         },
         "questions_asked": len(questions),
         "questions_pooled": len(done),
+        "questions_judged": sum(fp.key in (judged or {}) for _, fp in done),
         "complete": len(done) == len(questions),
         "skipped": skipped,
         "feature_failures": dict(stats),

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
+from pathlib import Path
 
 import networkx as nx
 import pytest
@@ -341,3 +343,37 @@ def test_the_judge_selector_runs_when_every_candidate_is_judged_and_rescores_off
     assert (tmp_path / "out" / "sft-causal_graph.json").read_bytes() == first
     with pytest.raises(SelectError, match="no judge store"):
         run_select(_config(tmp_path, "no-such-model", questions=2, judge="other-judge", offline=True))
+
+
+RESULTS = Path(__file__).resolve().parents[1] / "recipes" / "results" / "selection"
+
+
+@pytest.mark.parametrize(
+    "report", sorted(p.name for p in RESULTS.glob("*.json") if not p.name.endswith(".timing.json"))
+)
+def test_the_committed_pools_rescore_to_the_committed_results_byte_for_byte(tmp_path, report):
+    # The documented offline command (OFFLINE=1 bash recipes/selection_cpu.sh) on the committed pool
+    # stores must reproduce every committed JSON exactly: no model, no resampling.
+    committed = json.loads((RESULTS / report).read_text())
+    settings = committed["settings"]
+    family = committed["family"]
+    extra = {}
+    if family == "clear":
+        folder = os.environ.get("CLEAR")
+        if not folder or not Path(folder).is_dir():
+            pytest.skip(
+                "the CLEAR records are not in the repository: set CLEAR=<CLEAR's data/json_single folder>"
+            )
+        extra["clear"] = folder
+    config = SelectConfig(
+        family=family, policy=committed["policy"], out=str(tmp_path), pools=str(RESULTS / "pools"),
+        model="unused-offline", offline=True, questions=settings["questions"],
+        question_seed=settings["question_seed"], samples=settings["samples"], ks=tuple(settings["ks"]),
+        subsets=settings["subsets"], temperature=settings["temperature"], top_p=settings["top_p"],
+        max_new_tokens=settings["max_new_tokens"], seed=settings["seed"], threads=settings["threads"],
+        n_bootstrap=settings["n_bootstrap"], confidence=settings["confidence"], judge=settings["judge"],
+        sft_config=None if settings["sft_config"] is None else str(RESULTS.parents[1] / "configs" / settings["sft_config"]),
+        **extra,
+    )  # fmt: skip
+    run_select(config)
+    assert (tmp_path / report).read_bytes() == (RESULTS / report).read_bytes()

@@ -155,6 +155,7 @@ def build_report(
         ],
         "settings": {
             "sft_config": None if config.sft_config is None else Path(config.sft_config).name,
+            "judge": None if config.judge is None else Path(config.judge).name,
             "questions": config.questions,
             "question_seed": config.question_seed,
             "samples": config.samples,

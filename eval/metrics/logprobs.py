@@ -205,13 +205,8 @@ def mean_logprobs(
     return out
 
 
-def answer_split(tokenizer, text: str) -> tuple[list[int], list[int]] | None:
-    """Token ids of ``text`` before its last ``<answer>`` content and of that content, in context.
-
-    The completion is tokenised whole and split by character offsets, so a tokenizer that merges
-    across the boundary scores the tokens the policy produced; slow tokenizers (no offsets) fall
-    back to tokenising the two pieces separately.
-    """
+def _answer_span(text: str) -> tuple[int, int] | None:
+    """Character span of the last ``<answer>`` content, whitespace trimmed; ``None`` when empty or absent."""
     from faithgrpo.rewards.text import ANSWER_CLOSE as CLOSE
     from faithgrpo.rewards.text import ANSWER_OPEN as OPEN
 
@@ -226,6 +221,20 @@ def answer_split(tokenizer, text: str) -> tuple[list[int], list[int]] | None:
         end -= 1
     if start == end:
         return None
+    return start, end
+
+
+def answer_split(tokenizer, text: str) -> tuple[list[int], list[int]] | None:
+    """Token ids of ``text`` before its last ``<answer>`` content and of that content, in context.
+
+    The completion is tokenised whole and split by character offsets, so a tokenizer that merges
+    across the boundary scores the tokens the policy produced; slow tokenizers (no offsets) fall
+    back to tokenising the two pieces separately.
+    """
+    span = _answer_span(text)
+    if span is None:
+        return None
+    start, end = span
     if getattr(tokenizer, "is_fast", False):
         enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
         ids, offsets = list(enc["input_ids"]), list(enc["offset_mapping"])

@@ -60,7 +60,7 @@ def test_old_flat_modules_are_gone(old):
 
 def test_the_sub_packages_hold_no_names():
     # generation/, metrics/ and report/ are folders of modules: a name is imported from its module.
-    for package in ("generation", "metrics", "report"):
+    for package in ("generation", "metrics", "report", "selection"):
         module = importlib.import_module(f"faithgrpo.eval.{package}")
         assert not [
             n

@@ -9,31 +9,8 @@ module                 job
 ``selectors``          the selection rules and `run_selection` (accuracy, audit)
 ``report``             grading + selection + regime of one family, JSON / Markdown
 ``command``            the ``faithgrpo select`` settings and run
+``judge``, ``page``    the judge selector's scores; the results page
 =====================  ===========================================================
+
+Like ``generation``, ``metrics`` and ``report``, the folder holds no names: import each from its module.
 """
-
-from faithgrpo.eval.selection.selectors import (
-    DEFAULT_SUBSETS,
-    GRADINGS,
-    SELECTORS,
-    Audit,
-    BestOfKResult,
-    Candidate,
-    Pool,
-    draw_subsets,
-    pick,
-    run_selection,
-)
-
-__all__ = [
-    "DEFAULT_SUBSETS",
-    "GRADINGS",
-    "SELECTORS",
-    "Audit",
-    "BestOfKResult",
-    "Candidate",
-    "Pool",
-    "draw_subsets",
-    "pick",
-    "run_selection",
-]

@@ -226,30 +226,45 @@ def per_kind_rates(
 
 
 def advantage_sources(
-    completions: Sequence[Mapping[str, Any]], weights: Mapping[str, float]
+    completions: Sequence[Mapping[str, Any]],
+    weights: Mapping[str, float],
+    *,
+    aggregation: str = "sum_then_normalize",
 ) -> dict[str, Any]:
     """Which rewards moved a run's group advantages: the spread each weighted reward puts into its groups.
 
-    GRPO's advantage is the weighted reward sum centred (and scaled) within each group of
-    completions of one prompt, so a reward that is constant within a group contributes nothing there.
-    Per group and reward this takes ``Σ_i |w·(x_i − mean(x))|`` (NaN/None rewards count as 0, as
-    TRL's ``nansum`` does); a reward's share is its part of the groups' total.
+    With TRL's default ``aggregation="sum_then_normalize"``, GRPO's advantage is the weighted reward
+    sum centred (and scaled) within each group of completions of one prompt, so a reward that is
+    constant within a group contributes nothing there; per group and reward this takes
+    ``Σ_i |w·(x_i − mean(x))|`` (NaN/None rewards count as 0, as TRL's ``nansum`` does). With
+    ``"normalize_then_sum"`` (GDPO) each reward is first standardised within its group,
+    ``(x_i − mean) / (std + 1e-4)`` over its finite values (Bessel-corrected std, as TRL's ``nanstd``),
+    so the term is ``Σ_i |w·(x_i − mean)| / (std + 1e-4)``: every reward that varies in a group
+    weighs by its weight, not by its spread. A reward's share is its part of the groups' total.
 
     Args:
         completions: ``completions.jsonl`` rows (``step``, ``prompt``, ``rewards``), a group being
             the consecutive rows of one step with the same prompt.
         weights: reward name -> weight (absent: 0, logged only).
+        aggregation: TRL's ``multi_objective_aggregation`` of the run.
 
     Returns:
         ``{"groups", "groups_without_signal", "share": {reward: fraction of all weighted spread},
-        "groups_moved_by": {reward: groups where that reward varies}}``.
+        "groups_moved_by": {reward: groups where that reward varies}, "aggregation"}``.
+
+    Raises:
+        ValueError: an unknown aggregation.
 
     Example:
         >>> rows = [{"step": 1, "prompt": "p", "rewards": {"outcome": o, "calver": c}}
         ...         for o, c in ((1.0, 0.5), (0.0, 0.5), (0.0, 1.0), (0.0, 0.0))]
         >>> advantage_sources(rows, {"outcome": 1.0, "calver": 0.5})["share"]
         {'outcome': 0.75, 'calver': 0.25}
+        >>> advantage_sources(rows, {"outcome": 1.0, "calver": 0.5}, aggregation="normalize_then_sum")["share"]
+        {'outcome': 0.710111, 'calver': 0.289889}
     """
+    if aggregation not in ("sum_then_normalize", "normalize_then_sum"):
+        raise ValueError(f"unknown aggregation {aggregation!r}; use sum_then_normalize or normalize_then_sum")
     groups: list[list[Mapping[str, Any]]] = []
     key = None
     for row in completions:
@@ -265,13 +280,22 @@ def advantage_sources(
     for group in groups:
         total = 0.0
         for name in names:
-            xs = [(row.get("rewards") or {}).get(name) for row in group]
-            xs = [x if _finite(x) else 0.0 for x in xs]
-            mean = sum(xs) / len(xs)
-            dev = sum(abs(x - mean) for x in xs)
+            raw = [(row.get("rewards") or {}).get(name) for row in group]
+            if aggregation == "sum_then_normalize":
+                xs = [x if _finite(x) else 0.0 for x in raw]
+                mean = sum(xs) / len(xs)
+                dev = sum(abs(x - mean) for x in xs)
+                scaled = dev
+            else:
+                xs = [float(x) for x in raw if _finite(x)]
+                mean = sum(xs) / len(xs) if xs else 0.0
+                dev = sum(abs(x - mean) for x in xs)
+                std = math.sqrt(sum((x - mean) ** 2 for x in xs) / (len(xs) - 1)) if len(xs) > 1 else 0.0
+                scaled = dev / (std + 1e-4) if len(xs) > 1 else 0.0
             moved[name] += dev > 1e-12
-            spread[name] += abs(float(weights.get(name, 0.0))) * dev
-            total += abs(float(weights.get(name, 0.0))) * dev
+            term = abs(float(weights.get(name, 0.0))) * scaled if dev > 1e-12 else 0.0
+            spread[name] += term
+            total += term
         silent += total <= 1e-12
     grand = sum(spread.values())
     return {
@@ -279,6 +303,7 @@ def advantage_sources(
         "groups_without_signal": silent,
         "share": {n: round(spread[n] / grand, 6) if grand else 0.0 for n in names if weights.get(n)},
         "groups_moved_by": moved,
+        "aggregation": aggregation,
     }
 
 

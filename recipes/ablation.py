@@ -61,7 +61,17 @@ _EVAL_KEYS = {
 }  # fmt: skip
 # Flags the ablation sets itself for every arm; the train section may not set them.
 _ARM_OWNED = {"reward_funcs", "reward_weights", "output_dir", "seed", "warm_start_adapter", "warm_start_config",
-              "model_name_or_path", "system_prompt", "causal", "completions_file"}  # fmt: skip
+              "model_name_or_path", "system_prompt", "causal", "completions_file",
+              "multi_objective_aggregation"}  # fmt: skip
+#: An arm's optional ``aggregation`` key: TRL's ``multi_objective_aggregation`` (GDPO is "normalize_then_sum").
+AGGREGATIONS = ("sum_then_normalize", "normalize_then_sum")
+
+
+def arm_spec(config: dict[str, Any], arm: str) -> tuple[dict[str, float], str]:
+    """An arm's ``(reward weights, aggregation)``: its mapping without the ``aggregation`` key, and that key."""
+    spec = dict(config["arms"][arm])
+    aggregation = spec.pop("aggregation", AGGREGATIONS[0])
+    return spec, aggregation
 
 
 class AblationError(ValueError):
@@ -120,11 +130,17 @@ def validate(config: dict[str, Any]) -> None:
     arms = config["arms"]
     if not isinstance(arms, dict) or len(arms) < 2:
         raise AblationError("arms must map at least two arm names to {reward: weight} mappings")
-    for name, weights in arms.items():
+    for name, spec in arms.items():
         if not _LABEL.match(str(name)) or name == "sft":
             raise AblationError(f"arm name {name!r}: use letters, digits, '.', '_', '-' (and not 'sft')")
-        if not isinstance(weights, dict) or not weights:
+        if not isinstance(spec, dict) or not set(spec) - {"aggregation"}:
             raise AblationError(f"arm {name!r} must map reward names to weights, e.g. {{outcome: 1.0}}")
+        weights, aggregation = arm_spec(config, name)
+        if aggregation not in AGGREGATIONS:
+            raise AblationError(
+                f"arm {name!r}: aggregation must be one of {', '.join(AGGREGATIONS)} "
+                f"(TRL's multi_objective_aggregation; GDPO is normalize_then_sum), got {aggregation!r}"
+            )
         stray = sorted(set(weights) - set(rewards))
         if stray:
             raise AblationError(
@@ -142,6 +158,11 @@ def validate(config: dict[str, Any]) -> None:
     if not isinstance(seeds, list) or not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds):
         raise AblationError(f"seeds must be a list of integers, got {seeds!r}")
     owned = sorted(set(config.get("train") or {}) & _ARM_OWNED)
+    if "multi_objective_aggregation" in owned:
+        raise AblationError(
+            "train sets multi_objective_aggregation, which is per arm: give the arm an "
+            "`aggregation: normalize_then_sum` key instead"
+        )
     if owned:
         raise AblationError(
             f"train sets {owned}, which the ablation sets per arm; move them to the top level"
@@ -235,8 +256,9 @@ def _with_log(log: Path, fn):
 
 
 def arm_command(config: dict[str, Any], arm: str, seed: int, adapter: str, run_dir: Path) -> list[str]:
-    """The ``grpo_cros.py`` command of one arm and seed: shared flags, then this arm's reward weights."""
-    weights = config["arms"][arm]
+    """The ``grpo_cros.py`` command of one arm and seed: shared flags, then this arm's reward weights
+    (and its aggregation, when it is not TRL's default)."""
+    weights, aggregation = arm_spec(config, arm)
     train = dict(config.get("train") or {})
     train_yaml = run_dir / "train.yaml"
     shared = {
@@ -256,6 +278,7 @@ def arm_command(config: dict[str, Any], arm: str, seed: int, adapter: str, run_d
         "--completions_file", "completions.jsonl",
         "--reward_funcs", *config["rewards"],
         "--reward_weights", *(str(float(weights.get(r, 0.0))) for r in config["rewards"]),
+        *(["--multi_objective_aggregation", aggregation] if aggregation != AGGREGATIONS[0] else []),
     ]  # fmt: skip
 
 
@@ -281,8 +304,9 @@ def train_arms(config: dict[str, Any], out: Path, adapter: str) -> dict[str, Any
             raise AblationError(
                 f"arm {label} failed (exit status {status}); see {out / 'logs' / f'{label}.log'}"
             )
-        record = {"label": label, "arm": arm, "seed": seed, "weights": config["arms"][arm], "seconds": seconds,
-                  "identity": identity, "output_dir": str(run_dir)}  # fmt: skip
+        weights, aggregation = arm_spec(config, arm)
+        record = {"label": label, "arm": arm, "seed": seed, "weights": weights, "aggregation": aggregation,
+                  "seconds": seconds, "identity": identity, "output_dir": str(run_dir)}  # fmt: skip
         record_path.write_text(json.dumps(record, indent=2) + "\n")
         say(f"arm {label}: {seconds:.0f} s")
         records[label] = record
@@ -398,7 +422,8 @@ def write_results(
     sources = {}
     for label, record in arms.items():
         rows = read_metrics(out / "arms" / label / "completions.jsonl")
-        sources[label] = advantage_sources(rows, record["weights"])
+        aggregation = record.get("aggregation", AGGREGATIONS[0])  # records written before the option
+        sources[label] = advantage_sources(rows, record["weights"], aggregation=aggregation)
     payload = {
         "config": {k: v for k, v in config.items() if not k.startswith("_")},
         "machine": {
@@ -428,7 +453,12 @@ def write_results(
         f"- Warm start: `{portable_paths(str(warm['adapter']))}` (SFT {_seconds(warm.get('sft_seconds'))}"
         f"{', reused from the cache' if warm.get('reused') else ''}); every arm starts from it.",
         f"- Arms (same prompts, data order, seeds {config.get('seeds') or [0]}, steps, group size): "
-        + "; ".join(f"**{label}** {r['weights']} ({_seconds(r['seconds'])})" for label, r in arms.items())
+        + "; ".join(
+            f"**{label}** {r['weights']}"
+            + (f", {r['aggregation']} (GDPO)" if r.get("aggregation") == "normalize_then_sum" else "")
+            + f" ({_seconds(r['seconds'])})"
+            for label, r in arms.items()
+        )
         + ". Every arm computes every reward; weights not listed are 0 (logged, not trained on).",
         f"- Evaluation ({_seconds(evaluation['seconds'])}): {ev.get('prompts')} prompts × {ev.get('samples')} "
         f"samples per task, K ∈ {ev.get('k')}, ≤ {ev.get('max_new_tokens')} new tokens, seed {ev.get('seed')}. "

@@ -1,14 +1,16 @@
 """Reward functions for TRL trainers, one small module per family.
 
-==============  ===============================  ===========================================
-name            callable                         module
-==============  ===============================  ===========================================
-outcome         :func:`outcome_reward`           ``rewards/outcome.py``
-format          :func:`format_reward`            ``rewards/format.py``
-trace_format    :func:`trace_format_reward`      ``rewards/format.py``
-cros            :class:`CRoSReward` (instance)   ``rewards/cros/`` (steps: ``rewards/steps.py``)
-calver          :func:`calver_reward`            ``rewards/calver/`` (slots: ``rewards/trace.py``)
-==============  ===============================  ===========================================
+================  ==============================  =================================================
+name              callable                        module
+================  ==============================  =================================================
+outcome           :func:`outcome_reward`          ``rewards/outcome.py``
+format            :func:`format_reward`           ``rewards/format.py``
+trace_format      :func:`trace_format_reward`     ``rewards/format.py``
+cros              :class:`CRoSReward` (instance)  ``rewards/cros/`` (steps: ``rewards/steps.py``)
+calver            :func:`calver_reward`           ``rewards/calver/`` (slots: ``rewards/trace.py``)
+calver_gated      ``calver_gated_reward``         ``rewards/calver/reward.py`` (the variants)
+calver_certified  ``calver_certified_reward``     ``rewards/calver/reward.py`` (the variants)
+================  ==============================  =================================================
 
 :func:`get_reward_funcs` builds them by name (``rewards/registry.py``); best-of-K selection is in
 ``rewards/selection.py``. Every name is imported on first use, so importing this package does not load torch.
@@ -25,6 +27,8 @@ _EXPORTS = {
     "CalverReward": "calver.reward",
     "CalverScore": "calver.reward",
     "calver_reward": "calver.reward",
+    "calver_gated_reward": "calver.reward",
+    "calver_certified_reward": "calver.reward",
     "make_calver_reward": "calver.reward",
     "score_trace": "calver.reward",
     "format_reward": "format",

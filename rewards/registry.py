@@ -14,7 +14,7 @@ from typing import Any
 
 from faithgrpo.rewards.text import completion_text
 
-REWARD_NAMES = ("outcome", "format", "trace_format", "cros", "calver")
+REWARD_NAMES = ("outcome", "format", "trace_format", "cros", "calver", "calver_gated", "calver_certified")
 
 
 def get_reward_funcs(names: str | Iterable[str], **options: Any) -> list[Callable[..., list[float | None]]]:
@@ -22,7 +22,8 @@ def get_reward_funcs(names: str | Iterable[str], **options: Any) -> list[Callabl
 
     Args:
         names: reward names (a list, or one comma-separated string) from ``outcome``, ``format``,
-            ``trace_format``, ``cros``, ``calver``.
+            ``trace_format``, ``cros``, ``calver``, ``calver_gated``, ``calver_certified`` (the
+            CALVER variants, :data:`~faithgrpo.rewards.calver.reward.VARIANTS`).
         **options: ``<name>_<option>=value`` routed to that reward:
 
             - ``outcome_strict`` (bool, default True): reasoning-gym partial credit below 1.0 -> 0.0.
@@ -33,7 +34,8 @@ def get_reward_funcs(names: str | Iterable[str], **options: Any) -> list[Callabl
               outcome grader unless ``cros_is_correct`` is given), ``cros_undefined``,
               ``cros_num_generations``.
             - ``calver_<arg>``: keyword arguments of
-              :func:`~faithgrpo.rewards.calver.reward.make_calver_reward` (e.g. ``calver_graph_check``).
+              :func:`~faithgrpo.rewards.calver.reward.make_calver_reward` (e.g. ``calver_graph_check``);
+              ``calver_gated_<arg>`` and ``calver_certified_<arg>`` configure those variants.
 
     Returns:
         Reward callables in the order of ``names``, each with ``__name__`` equal to its name (TRL
@@ -106,10 +108,21 @@ def _build_cros(**kwargs: Any):
     return CRoSReward(**kwargs)
 
 
-def _build_calver(**kwargs: Any):
-    from faithgrpo.rewards.calver.reward import calver_reward, make_calver_reward
+def _calver_builder(variant: str) -> Callable[..., Any]:
+    def build(**kwargs: Any):
+        from faithgrpo.rewards.calver import reward
 
-    return make_calver_reward(**kwargs) if kwargs else calver_reward
+        if "variant" in kwargs:
+            raise ValueError(
+                f"the CALVER variant is the reward's name ({', '.join(reward.VARIANTS.values())})"
+            )
+        if kwargs:
+            return reward.make_calver_reward(variant=variant, **kwargs)
+        defaults = {"sum": reward.calver_reward, "gated": reward.calver_gated_reward,
+                    "certified": reward.calver_certified_reward}  # fmt: skip
+        return defaults[variant]
+
+    return build
 
 
 _BUILDERS: dict[str, Callable[..., Any]] = {
@@ -117,5 +130,7 @@ _BUILDERS: dict[str, Callable[..., Any]] = {
     "format": _build_format,
     "trace_format": _build_trace_format,
     "cros": _build_cros,
-    "calver": _build_calver,
+    "calver": _calver_builder("sum"),
+    "calver_gated": _calver_builder("gated"),
+    "calver_certified": _calver_builder("certified"),
 }

@@ -39,6 +39,9 @@ def _ablation_module():
         ("seeds=[0, one]", "seeds must be a list of integers"),
         ("arms.sft={outcome: 1.0}", "not 'sft'"),
         ("train.max_steps", "takes key=value"),
+        ("arms.full.aggregation=mean", "aggregation must be one of"),
+        ("train.multi_objective_aggregation=normalize_then_sum", "give the arm an `aggregation"),
+        ("arms.full={aggregation: normalize_then_sum}", "must map reward names to weights"),
     ],
 )
 def test_bad_config_is_refused_naming_the_key(override, message):
@@ -83,6 +86,46 @@ def test_the_cpu_config_runs_every_arm_with_every_reward_and_only_the_weights_di
         assert others == {k: v for k, v in parsed[runs[0][0]].items() if k in others}
     shared = yaml.safe_load(next(iter(yamls)))
     assert shared["system_prompt"] == config["system_prompt"] and shared["causal"] == config["causal"]
+
+
+def test_a_gdpo_arm_passes_trls_aggregation_and_only_that_arm_does(tmp_path):
+    ablation = _ablation_module()
+    config = ablation.load_config(
+        CONFIG, ["arms.full_gdpo={outcome: 1.0, format: 0.25, calver: 1.0, aggregation: normalize_then_sum}"]
+    )
+    for label, arm, seed in ablation.labels(config):
+        command = ablation.arm_command(config, arm, seed, "/sft", tmp_path / label)
+        if arm == "full_gdpo":
+            i = command.index("--multi_objective_aggregation")
+            assert command[i + 1] == "normalize_then_sum"
+            weights = command[command.index("--reward_weights") + 1 : i]
+            assert [float(w) for w in weights] == [1.0, 0.25, 0.0, 0.0, 1.0]  # aggregation is not a weight
+        else:
+            assert "--multi_objective_aggregation" not in command  # TRL's default, and the cached identity
+
+
+def test_advantage_sources_under_gdpo_weigh_a_varying_reward_by_its_weight_not_its_spread():
+    from faithgrpo.eval.ablation import advantage_sources
+
+    # calver is a scaled copy of outcome with a tenth of its spread: summed first, outcome moves the
+    # advantage (by hand: |dev| sums 1.5 vs 0.15, share 0.15 / 1.65); normalised first (GDPO), both
+    # standardise to the same values, so they share it equally (up to TRL's 1e-4 in the denominator)
+    rows = [{"step": 1, "prompt": "p", "rewards": {"outcome": o, "calver": c}}
+            for o, c in ((1.0, 0.6), (0.0, 0.5), (0.0, 0.5), (0.0, 0.5))]  # fmt: skip
+    weights = {"outcome": 1.0, "calver": 1.0}
+    summed = advantage_sources(rows, weights)
+    assert summed["share"]["calver"] == pytest.approx(0.15 / 1.65, abs=1e-6)
+    gdpo = advantage_sources(rows, weights, aggregation="normalize_then_sum")
+    # by hand: std (Bessel) 0.5 and 0.05, so 1.5 / 0.5001 and 0.15 / 0.0501
+    o, c = 1.5 / 0.5001, 0.15 / 0.0501
+    assert gdpo["share"]["calver"] == pytest.approx(c / (o + c), abs=1e-6)
+    assert gdpo["aggregation"] == "normalize_then_sum"
+    # a None reward is left out of its group's mean and std, and a one-value group moves nothing
+    lone = [{"step": 2, "prompt": "q", "rewards": {"outcome": 1.0, "calver": None}},
+            {"step": 2, "prompt": "q", "rewards": {"outcome": 0.0, "calver": 0.5}}]  # fmt: skip
+    assert advantage_sources(lone, weights, aggregation="normalize_then_sum")["share"]["calver"] == 0.0
+    with pytest.raises(ValueError, match="unknown aggregation"):
+        advantage_sources(rows, weights, aggregation="gdpo")
 
 
 def test_the_eval_puts_the_baseline_first_and_evaluates_both_task_sets_on_the_training_prompt(tmp_path):

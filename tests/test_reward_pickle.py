@@ -34,6 +34,8 @@ CONFIGS = [
     ("trace_format", {}),
     ("calver", {}),
     ("calver", {"calver_graph_check": "query_local"}),
+    ("calver_gated", {}),
+    ("calver_certified", {"calver_certified_graph_check": "query_local"}),
 ]
 
 

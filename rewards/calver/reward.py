@@ -4,6 +4,19 @@ A trace fills five labelled slots inside ``<think>`` and puts the final answer i
 (:mod:`faithgrpo.rewards.trace` parses the structure). :func:`score_trace` runs six binary checks and
 :func:`calver_reward` turns them into the TRL reward ``S/6``.
 
+**Variants** (:data:`VARIANTS`; docs/rewards.md, "CALVER variants") turn the same six checks into
+other rewards, so that the certificate carries a signal of its own instead of repeating outcome's:
+
+=================  ====================  ==========================================================
+variant            TRL name              reward
+=================  ====================  ==========================================================
+``sum``            ``calver``            ``S/6`` (a wrong answer still earns up to 3/6)
+``gated``          ``calver_gated``      ``S/6`` when the answer check passes, else 0: among right
+                                         answers the rest of the trace decides, among wrong ones
+                                         outcome already does
+``certified``      ``calver_certified``  1 when all six checks pass, else 0 (CoT-Pass as a reward)
+=================  ====================  ==========================================================
+
 =====  ===========  ==================================================================================
 #      check        passes when
 =====  ===========  ==================================================================================
@@ -94,15 +107,22 @@ from faithgrpo.tasks.graphs.model import CausalGraph
 
 __all__ = [
     "CHECK_NAMES",
+    "VARIANTS",
     "CalverReward",
     "CalverScore",
+    "calver_certified_reward",
+    "calver_gated_reward",
     "calver_reward",
     "make_calver_reward",
     "score_trace",
+    "variant_reward",
 ]
 
 #: The six checks, in table order.
 CHECK_NAMES = SLOT_NAMES
+
+#: How the six checks become a reward: variant -> the reward's TRL name (module docstring).
+VARIANTS = {"sum": "calver", "gated": "calver_gated", "certified": "calver_certified"}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -160,6 +180,37 @@ class CalverScore:
             "claims": self.claims,
             "false_claims": self.false_claims,
         }
+
+
+def variant_reward(score: CalverScore, variant: str = "sum") -> float:
+    """One completion's reward under a CALVER variant (:data:`VARIANTS`).
+
+    Args:
+        score: the six checks of the completion.
+        variant: ``"sum"`` (``S/6``), ``"gated"`` (``S/6`` if the answer check passed, else 0) or
+            ``"certified"`` (1 if all six passed, else 0).
+
+    Returns:
+        The reward in [0, 1].
+
+    Raises:
+        ValueError: an unknown variant.
+
+    Example:
+        >>> right_but_unproved = CalverScore(graph=True, query=True, strategy=True, result=True, answer=True)
+        >>> [round(variant_reward(right_but_unproved, v), 3) for v in VARIANTS]
+        [0.833, 0.833, 0.0]
+        >>> wrong_with_tidy_slots = CalverScore(graph=True, query=True, strategy=True)
+        >>> [variant_reward(wrong_with_tidy_slots, v) for v in VARIANTS]
+        [0.5, 0.0, 0.0]
+    """
+    if variant == "sum":
+        return score.reward
+    if variant == "gated":
+        return score.reward if score.answer else 0.0
+    if variant == "certified":
+        return 1.0 if score.passed else 0.0
+    raise ValueError(f"unknown CALVER variant {variant!r}; choose from {', '.join(VARIANTS)}")
 
 
 def score_trace(
@@ -284,6 +335,7 @@ def _verification_graph(
 # the TRL reward
 def make_calver_reward(
     *,
+    variant: str = "sum",
     graph_check: str = "exact",
     max_paths: int = DEFAULT_MAX_PATHS,
     max_chars: int = DEFAULT_MAX_CHARS,
@@ -292,40 +344,52 @@ def make_calver_reward(
     max_nodes: int = MAX_NODES,
     max_edges: int = MAX_EDGES,
 ) -> CalverReward:
-    """Build the CALVER reward with the given scorer settings (see :func:`score_trace`).
+    """Build the CALVER reward with the given variant and scorer settings (see :func:`score_trace`).
+
+    Args:
+        variant: how the six checks become the reward (:data:`VARIANTS`): ``"sum"`` (``calver``),
+            ``"gated"`` (``calver_gated``) or ``"certified"`` (``calver_certified``).
+        graph_check, max_paths, max_chars, max_slot_chars, max_strategy_chars, max_nodes, max_edges:
+            the scorer's settings (:func:`score_trace`).
 
     Returns:
-        A `CalverReward` (a picklable TRL reward named ``calver``).
+        A `CalverReward` (a picklable TRL reward named after its variant).
 
     Raises:
-        ValueError: a setting out of range (checked here, before training starts).
+        ValueError: a setting out of range or an unknown variant (checked here, before training starts).
     """
     config = CalverConfig(graph_check, "problem", max_paths, max_chars, max_slot_chars, max_strategy_chars,
                           max_nodes, max_edges)  # fmt: skip
-    return CalverReward(config)
+    return CalverReward(config, variant=variant)
 
 
 class CalverReward:
     """The CALVER reward as a callable object, so it pickles (TRL's async trainer, process pools).
 
-    Built by :func:`make_calver_reward`; ``calver_reward`` is the default one.
+    Built by :func:`make_calver_reward`; ``calver_reward``, ``calver_gated_reward`` and
+    ``calver_certified_reward`` are the default ones. ``__name__`` (what TRL logs) is the variant's
+    name in :data:`VARIANTS`, and so is the prefix of the check rates it logs.
     """
 
     __name__ = "calver"
 
-    def __init__(self, config: CalverConfig | None = None):
+    def __init__(self, config: CalverConfig | None = None, variant: str = "sum"):
+        if variant not in VARIANTS:
+            raise ValueError(f"unknown CALVER variant {variant!r}; choose from {', '.join(VARIANTS)}")
         self.config = config if config is not None else cached_config(
             "exact", "problem", DEFAULT_MAX_PATHS, DEFAULT_MAX_CHARS, DEFAULT_MAX_SLOT_CHARS,
             DEFAULT_MAX_STRATEGY_CHARS, MAX_NODES, MAX_EDGES,
         )  # fmt: skip
+        self.variant = variant
+        self.__name__ = VARIANTS[variant]
 
     def __repr__(self) -> str:
-        return f"CalverReward({self.config!r})"
+        return f"CalverReward({self.config!r}, variant={self.variant!r})"
 
     def __call__(
         self, completions: list[Any], problem: list[Any] | None = None, **kwargs: Any
     ) -> list[float | None]:
-        config = self.config
+        config, name = self.config, self.__name__
         rewards: list[float | None] = []
         scores: list[CalverScore] = []
         failed: list[str] = []
@@ -350,29 +414,29 @@ class CalverReward:
                 continue
             score = _score(completion_text(completion), prepared[key], config)
             scores.append(score)
-            rewards.append(score.reward)
+            rewards.append(variant_reward(score, self.variant))
             failed.append(",".join(score.failed()))
         if scores:
-            for name in CHECK_NAMES:
-                log_value(f"calver/{name}", sum(getattr(s, name) for s in scores) / len(scores), kwargs)
-            log_value("calver/total", sum(s.total for s in scores) / len(scores), kwargs)
+            for check in CHECK_NAMES:
+                log_value(f"{name}/{check}", sum(getattr(s, check) for s in scores) / len(scores), kwargs)
+            log_value(f"{name}/total", sum(s.total for s in scores) / len(scores), kwargs)
             n = len(scores)
             # the certificate rate: every check passed (CoT-Pass's criterion for one sample)
-            log_value("calver/certified", sum(s.total == len(CHECK_NAMES) for s in scores) / n, kwargs)
-            log_value("calver/derivation/claims", sum(s.claims for s in scores) / n, kwargs)
-            log_value("calver/derivation/no_claims", sum(s.claims == 0 for s in scores) / n, kwargs)
-            log_value("calver/derivation/false", sum(s.false_claims > 0 for s in scores) / n, kwargs)
+            log_value(f"{name}/certified", sum(s.total == len(CHECK_NAMES) for s in scores) / n, kwargs)
+            log_value(f"{name}/derivation/claims", sum(s.claims for s in scores) / n, kwargs)
+            log_value(f"{name}/derivation/no_claims", sum(s.claims == 0 for s in scores) / n, kwargs)
+            log_value(f"{name}/derivation/false", sum(s.false_claims > 0 for s in scores) / n, kwargs)
             incomplete = sum(s.claims > 0 and s.false_claims == 0 and not s.derivation for s in scores)
-            log_value("calver/derivation/incomplete", incomplete / n, kwargs)
+            log_value(f"{name}/derivation/incomplete", incomplete / n, kwargs)
         if completions:
-            log_value("calver/bad_row", bad_rows / len(completions), kwargs)
+            log_value(f"{name}/bad_row", bad_rows / len(completions), kwargs)
         log_extra = kwargs.get("log_extra")
         if callable(log_extra) and completions:
-            log_extra("calver_failed", failed)
+            log_extra(f"{name}_failed", failed)
         return rewards
 
 
-_REWARD_DOC = """CALVER reward: S/6 for the six symbolic trace checks; ``None`` for non-causal rows.
+_REWARD_DOC = """CALVER reward: the six symbolic trace checks as the variant's reward; ``None`` for non-causal rows.
 
     Args:
         completions: plain strings or conversational completions.
@@ -384,8 +448,12 @@ _REWARD_DOC = """CALVER reward: S/6 for the six symbolic trace checks; ``None`` 
             share of malformed rows ``calver/bad_row``; ``log_extra`` receives a ``calver_failed``
             column naming each completion's failed checks.
 
+        The metric and column names start with the reward's name (``calver``, ``calver_gated``,
+        ``calver_certified``).
+
     Returns:
-        One float in {0, 1/6, …, 1} (or ``None``) per completion.
+        One float in {0, 1/6, …, 1} (or ``None``) per completion: ``S/6`` for ``calver``, ``S/6`` or 0
+        for ``calver_gated``, 0 or 1 for ``calver_certified``.
 
     Example:
         >>> problem = {"graph": {"type": "DAG", "nodes": ["X", "M", "Y"], "directed": [["X", "M"], ["M", "Y"]]},
@@ -396,3 +464,5 @@ _REWARD_DOC = """CALVER reward: S/6 for the six symbolic trace checks; ``None`` 
 
 CalverReward.__call__.__doc__ = _REWARD_DOC
 calver_reward = make_calver_reward()
+calver_gated_reward = make_calver_reward(variant="gated")
+calver_certified_reward = make_calver_reward(variant="certified")

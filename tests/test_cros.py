@@ -556,10 +556,12 @@ def test_bad_config_is_a_clear_value_error(kwargs, match):
 
 
 def test_unbound_reference_is_reported(byte_llama):
-    from trl.trainer.utils import get_callable_name
+    from trl.trainer import utils as trl_utils
 
     cros = CRoSReward()
-    assert cros.__name__ == "cros" == get_callable_name(cros)  # TRL logs rewards/cros/mean
+    # TRL logs rewards/cros/mean: by get_callable_name (TRL >= 1.10), by __name__ before it
+    logged_as = getattr(trl_utils, "get_callable_name", lambda f: f.__name__)(cros)
+    assert cros.__name__ == "cros" == logged_as
     with pytest.raises(RuntimeError, match=r"FaithGRPOTrainer.*bind_reference"):
         cros(["Q"], [completion("a\nb", "c")])
     # Even with nothing to score: a run without a reference stops at its first call, not mid-run.

@@ -160,6 +160,56 @@ def test_warm_start_peft_model_scores_with_its_initial_adapter(tmp_path):
 
 
 @pytest.mark.slow
+def test_warm_start_with_a_kl_term_shares_trls_ref_adapter(tmp_path):
+    """beta > 0: TRL copies the warm-start adapter into a frozen "ref" adapter (its KL anchor); CRoS
+    scores with it instead of keeping a snapshot of its own, and still scores the initial policy."""
+    base, tok = tiny_causal_lm("llama", seed=1)
+    adapter = get_peft_model(
+        base, LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], init_lora_weights=False)
+    )
+    adapter.save_pretrained(tmp_path / "adapter")
+    base, _ = tiny_causal_lm("llama", seed=1)
+    policy = PeftModel.from_pretrained(base, tmp_path / "adapter", is_trainable=True)
+    trainer, cros, *_ = _train_and_compare(
+        "warm_start_kl_anchor", tmp_path, policy, tok, mode="trainer_ref_adapter", beta=0.1
+    )
+    assert not isinstance(cros._context_factory, InitialWeights)  # no second copy of the adapter
+    assert set(trainer.model.peft_config) == {"default", "ref"}
+
+
+def test_ref_adapter_is_shared_only_when_it_is_the_trainable_adapters_twin():
+    from faithgrpo.trainers.reference import trainer_ref_adapter_is_initial
+
+    def policy(**lora):
+        base, _ = tiny_causal_lm("llama", seed=1)
+        config = LoraConfig(
+            r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], init_lora_weights=False, **lora
+        )
+        model = get_peft_model(base, config)
+        model.add_adapter("ref", config)
+        with torch.no_grad():
+            for name, param in model.named_parameters():
+                if ".default." in name:
+                    model.get_parameter(name.replace(".default.", ".ref.")).copy_(param)
+        return model
+
+    assert trainer_ref_adapter_is_initial(policy())
+    assert not trainer_ref_adapter_is_initial(
+        get_peft_model(
+            tiny_causal_lm("llama", seed=1)[0],
+            LoraConfig(r=4, target_modules=["q_proj"], init_lora_weights=False),
+        )
+    )  # fmt: skip  (no "ref" adapter)
+    moved = policy()
+    with torch.no_grad():
+        next(p for n, p in moved.named_parameters() if ".ref." in n).add_(1.0)
+    assert not trainer_ref_adapter_is_initial(moved)  # a twin that differs is not the initial policy
+    extra = policy()
+    next(p for n, p in extra.named_parameters() if "embed_tokens" in n).requires_grad_(True)
+    assert not trainer_ref_adapter_is_initial(extra)  # a trainable tensor the "ref" adapter does not hold
+
+
+@pytest.mark.slow
 def test_lora_with_trained_biases_scores_with_the_initial_biases(tmp_path):
     model, tok = tiny_causal_lm("qwen2", seed=2)  # Qwen2 has q/k/v biases
     trainer, *_ = _train_and_compare(

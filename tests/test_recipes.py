@@ -17,7 +17,6 @@ import pytest
 import yaml
 from transformers import TrainerCallback
 
-from faithgrpo.rewards.registry import REWARD_NAMES
 from faithgrpo.trainers.callbacks import (
     CompletionsJSONLCallback,
     MetricsJSONLCallback,
@@ -30,6 +29,8 @@ from faithgrpo.trainers.checks import sharded_backend
 from faithgrpo.trainers.data import load_user_dataset
 from faithgrpo.watchdog import run_with_deadline
 
+# The demo's reward stack (recipes/configs/cpu_demo.yaml); the CALVER variants are tested apart.
+REWARD_NAMES = ("outcome", "format", "trace_format", "cros", "calver")
 ROOT = Path(__file__).resolve().parents[1]
 # GRPO configs (the ones with rewards); other recipes' configs (e.g. SFT) are tested with those recipes.
 CONFIGS = sorted(
@@ -728,6 +729,60 @@ def test_warm_start_adapter_trains_and_cros_scores_with_its_frozen_initial_tenso
         PAIRS
     )[0]
     assert now.logprob != pytest.approx(want.logprob, abs=1e-6)  # the trained policy has moved on
+
+
+@pytest.mark.slow
+def test_with_beta_the_kl_anchor_is_the_warm_start_not_the_base_model(recipe, tiny_llama_path, tmp_path):
+    """beta > 0 from a warm start: TRL copies the warm-start adapter into a frozen "ref" adapter (it gets
+    the PeftModel, no peft_config), so the KL term of the first step, taken before any update, is 0; a
+    bare-base anchor would not be (the adapter changes the model's log-probabilities)."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from safetensors.torch import load_file
+
+    from faithgrpo.testing import tiny_causal_lm
+
+    base, _ = tiny_causal_lm("llama", seed=0)
+    adapter = tmp_path / "sft_adapter"
+    config = LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], init_lora_weights=False)
+    get_peft_model(base, config).save_pretrained(adapter)
+    args = recipe.parse_args(
+        _tiny_args(tiny_llama_path, tmp_path / "run", "--max_steps", "2", "--save_strategy", "no",
+                   "--beta", "0.5", "--warm_start_adapter", str(adapter))
+    )  # fmt: skip
+    trainer = recipe.main(*args)
+    model = trainer.accelerator.unwrap_model(trainer.model)
+    assert set(model.peft_config) == {"default", "ref"}
+    # CRoS shares the anchor: it scores with the "ref" adapter, and that is the warm start, exactly
+    assert trainer.cros_reference_mode == "trainer_ref_adapter"
+    from peft import PeftModel
+
+    from faithgrpo.rewards.cros.reward import CRoSReward
+
+    cros = next(f for f in trainer.reward_funcs if isinstance(f, CRoSReward))
+    _, tok = tiny_causal_lm("llama", seed=0)
+    start = PeftModel.from_pretrained(tiny_causal_lm("llama", seed=0)[0], adapter).merge_and_unload().eval()
+    want = CRoSReward(start, tok, num_scrambles=cros.num_scrambles, seed=cros.seed).compute_deltas(PAIRS)[0]
+    got = cros.compute_deltas(PAIRS)[0]
+    assert got.logprob == pytest.approx(want.logprob, abs=1e-5) and got.delta == pytest.approx(
+        want.delta, abs=1e-5
+    )
+    assert model.active_adapter == "default" and all(
+        p.requires_grad == (".default." in n) for n, p in model.named_parameters() if "lora_" in n
+    )  # scoring switched adapters and back: the trainable set is unchanged
+    saved = load_file(adapter / "adapter_model.safetensors")
+    params = dict(model.named_parameters())
+    ref = {n: p for n, p in params.items() if ".ref." in n}
+    assert ref and all(not p.requires_grad for p in ref.values())
+    moved = 0
+    for name, tensor in ref.items():
+        key = name.replace(".ref.", ".")  # the saved adapter's key of the same matrix
+        assert torch.equal(tensor.detach().cpu(), saved[key]), name  # the anchor is the warm start, frozen
+        moved += not torch.equal(params[name.replace(".ref.", ".default.")].detach().cpu(), saved[key])
+    assert moved, "the trainable adapter moved away from its anchor"
+    kls = [row["kl"] for row in trainer.state.log_history if "kl" in row]
+    assert kls and kls[0] == pytest.approx(0.0, abs=1e-6), kls  # step 1: policy == anchor
+    assert kls[-1] > 0.0  # after an update it is not
 
 
 @pytest.mark.slow

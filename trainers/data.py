@@ -13,6 +13,8 @@ __all__ = ["REQUIRED_COLUMNS", "check_columns", "load_user_dataset", "make_datas
 REQUIRED_COLUMNS: dict[str, tuple[str, ...]] = {
     "outcome": ("problem", "entry"),
     "calver": ("problem",),
+    "calver_gated": ("problem",),
+    "calver_certified": ("problem",),
 }
 
 

@@ -21,6 +21,12 @@ trainer is built, before any update:
    initialisation on the base weights, and the copy would be saved with every checkpoint. The swap
    has none of these problems and is exact for every PEFT method: the initial policy is the frozen
    tensors (which never change) plus the initial values of the trainable ones.
+2b. **A PEFT policy next to TRL's own "ref" adapter** (``beta > 0`` from a warm start: TRL copies the
+   adapter into a frozen ``"ref"`` adapter, the KL anchor): when every trainable tensor is a LoRA
+   matrix of the ``"default"`` adapter and equals its ``"ref"`` twin when the trainer is built, CRoS
+   scores with that adapter active (TRL's ``use_adapter``), sharing TRL's copy instead of keeping a
+   second one. Not with ``sync_ref_model`` (TRL then moves the ``"ref"`` adapter). Mode
+   ``"trainer_ref_adapter"``.
 3. **Full fine-tuning**: TRL's own ``ref_model`` when it exists, is not synchronised
    (``sync_ref_model=False``) and equals the policy bit for bit when the trainer is built (mode
    ``"trainer_ref_model"``); otherwise a frozen copy of the policy (mode ``"frozen_copy"``). CRoS
@@ -58,6 +64,7 @@ __all__ = [
     "frozen_copy",
     "initial_policy_reference",
     "is_peft_model",
+    "trainer_ref_adapter_is_initial",
     "unboundcros_rewards",
 ]
 
@@ -239,6 +246,32 @@ def adapters_add_nothing(policy: torch.nn.Module) -> bool:
     return found_b
 
 
+def trainer_ref_adapter_is_initial(policy: torch.nn.Module, name: str = "ref") -> bool:
+    """Whether the PEFT adapter ``name`` (TRL's frozen KL anchor) is exactly the trainable adapter's state.
+
+    True when ``"default"`` is the active adapter, every trainable tensor is one of its LoRA matrices
+    (and every one of them trains, so switching adapters back restores the same trainable set), and
+    each has a frozen twin in ``name`` with equal values. Call it before the first update.
+    """
+    config = getattr(policy, "peft_config", None)
+    if (
+        not isinstance(config, dict)
+        or name not in config
+        or getattr(policy, "active_adapter", None) != "default"
+    ):
+        return False
+    params = dict(policy.named_parameters())
+    default = {n: p for n, p in params.items() if ".default." in n and _LORA_MATRIX.search(n)}
+    trainable = {n for n, p in params.items() if p.requires_grad}
+    if not default or trainable != set(default):
+        return False
+    twins = {n: params.get(n.replace(".default.", f".{name}.")) for n in default}
+    return all(
+        twin is not None and not twin.requires_grad and twin.shape == p.shape and torch.equal(twin, p)
+        for (n, p), twin in zip(default.items(), twins.values())
+    )
+
+
 def _same_weights(a: torch.nn.Module, b: torch.nn.Module) -> bool:
     named_a, named_b = list(a.named_parameters()), list(b.named_parameters())
     if len(named_a) != len(named_b):
@@ -270,6 +303,10 @@ def initial_policy_reference(
     if is_peft_model(policy):
         if adapters_add_nothing(policy):
             return "peft_disabled_adapters", policy, policy.disable_adapter
+        if not sync_ref_model and trainer_ref_adapter_is_initial(policy):
+            from trl.trainer.utils import use_adapter
+
+            return "trainer_ref_adapter", policy, lambda: use_adapter(policy, "ref")
         return "peft_initial_adapter", policy, InitialWeights(policy)
     if ref_model is not None and not sync_ref_model and _same_weights(ref_model, policy):
         return "trainer_ref_model", ref_model, None
@@ -302,7 +339,8 @@ def bind_cros_references(
 
     Returns:
         How the reference was bound (``"peft_disabled_adapters"``, ``"peft_initial_adapter"``,
-        ``"trainer_ref_model"``, ``"frozen_copy"``), or ``None`` when no CRoS reward needed one.
+        ``"trainer_ref_adapter"``, ``"trainer_ref_model"``, ``"frozen_copy"``), or ``None`` when no
+        CRoS reward needed one.
 
     Raises:
         CRoSReferenceError: a CRoS reward's own reference is the live policy, or does not compute the

@@ -159,6 +159,11 @@ class ReferenceBinding:
                 "the initial policy: the policy's own forward with a frozen copy of its initial trainable "
                 f"tensors{size} swapped in; no second model"
             )
+        if mode == "trainer_ref_adapter":
+            return (
+                "the initial policy: the policy's own forward with TRL's frozen \"ref\" adapter (the KL anchor, "
+                "a copy of the warm-start adapter) active; no second copy"
+            )
         if mode == "frozen_copy":
             return "the initial policy: a frozen copy of the model (full fine-tuning)"
         if mode == "trainer_ref_model":

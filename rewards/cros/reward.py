@@ -245,7 +245,7 @@ class CRoSReward(ReferenceBinding):
         self._tokenizer_spec = tokenizer
         #: How the reference was bound: ``None`` (not yet), ``"path"``, ``"user"`` (a model given to
         #: the constructor or `bind_reference`), or the trainer glue's mode (``"peft_disabled_adapters"``,
-        #: ``"peft_initial_adapter"``, ``"frozen_copy"``, ``"trainer_ref_model"``).
+        #: ``"peft_initial_adapter"``, ``"trainer_ref_adapter"``, ``"frozen_copy"``, ``"trainer_ref_model"``).
         self.reference_mode: str | None = "path" if self._reference_path is not None else None
         self._trainer_chat_template_kwargs: dict = {}
         self._trainer_render_kwargs: dict = {}  # tools / chat_template the trainer renders prompts with

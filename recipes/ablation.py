@@ -127,6 +127,13 @@ def validate(config: dict[str, Any]) -> None:
     rewards = config["rewards"]
     if not isinstance(rewards, list) or len(set(rewards)) != len(rewards):
         raise AblationError(f"rewards must be a list of distinct reward names, got {rewards!r}")
+    from faithgrpo.rewards.registry import REWARD_NAMES
+
+    unknown_rewards = [r for r in rewards if r not in REWARD_NAMES]
+    if unknown_rewards:
+        raise AblationError(
+            f"unknown reward name(s) {unknown_rewards} in rewards; choose from {', '.join(REWARD_NAMES)}"
+        )
     arms = config["arms"]
     if not isinstance(arms, dict) or len(arms) < 2:
         raise AblationError("arms must map at least two arm names to {reward: weight} mappings")

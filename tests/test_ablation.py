@@ -40,6 +40,7 @@ def _ablation_module():
         ("arms.sft={outcome: 1.0}", "not 'sft'"),
         ("train.max_steps", "takes key=value"),
         ("arms.full.aggregation=mean", "aggregation must be one of"),
+        ("rewards=[outcome, calver_max]", "unknown reward name"),
         ("train.multi_objective_aggregation=normalize_then_sum", "give the arm an `aggregation"),
         ("arms.full={aggregation: normalize_then_sum}", "must map reward names to weights"),
     ],
@@ -86,6 +87,24 @@ def test_the_cpu_config_runs_every_arm_with_every_reward_and_only_the_weights_di
         assert others == {k: v for k, v in parsed[runs[0][0]].items() if k in others}
     shared = yaml.safe_load(next(iter(yamls)))
     assert shared["system_prompt"] == config["system_prompt"] and shared["causal"] == config["causal"]
+
+
+def test_the_scale_config_has_two_seeds_64_prompts_and_the_gdpo_and_variant_arms(tmp_path):
+    ablation = _ablation_module()
+    config = ablation.load_config(ROOT / "recipes" / "configs" / "ablation_scale_cpu.yaml")
+    assert (
+        config["seeds"] == [0, 1] and config["eval"]["prompts"] >= 64 and config["train"]["task_size"] >= 64
+    )
+    train = config["train"]
+    assert train["per_device_train_batch_size"] // train["num_generations"] >= 2  # >= 2 prompts per step
+    assert train["max_steps"] * train["per_device_train_batch_size"] // train["num_generations"] >= 64
+    specs = {arm: ablation.arm_spec(config, arm) for arm in config["arms"]}
+    assert specs["full_gdpo"] == (specs["full"][0], "normalize_then_sum")
+    assert {w for arm in ("full_gated", "full_certified") for w in specs[arm][0]} >= {
+        "calver_gated",
+        "calver_certified",
+    }
+    assert len(ablation.labels(config)) == 2 * len(config["arms"])
 
 
 def test_a_gdpo_arm_passes_trls_aggregation_and_only_that_arm_does(tmp_path):

@@ -253,6 +253,11 @@ def parse_recipe_args(
         config = _read_config(argv[argv.index("--config") + 1]) if "--config" in argv else None
         if isinstance(config, dict):
             _check_config_keys(config, argv[argv.index("--config") + 1], dataclass_types)
+        elif config is not None:
+            raise RecipeError(
+                f"config file {argv[argv.index('--config') + 1]!r} must contain a YAML mapping of flags "
+                f"(key: value lines), not a {type(config).__name__}"
+            )
         if (
             _deepspeed_in_args(argv, config if isinstance(config, dict) else {})
             and not _deepspeed_installed()

@@ -377,3 +377,15 @@ def test_the_committed_pools_rescore_to_the_committed_results_byte_for_byte(tmp_
     )  # fmt: skip
     run_select(config)
     assert (tmp_path / report).read_bytes() == (RESULTS / report).read_bytes()
+
+
+def test_the_audit_table_lists_k_in_numeric_order():
+    from faithgrpo.eval.selection.page import _audit
+
+    row = {
+        "draws": 1, "with_valid": 1, "invalid_unique_plurality": 0, "calver_valid_despite_plurality": 0,
+        "repairs": 0, "new_errors": 0, "calver_valid_not_listed": 0, "calver_valid": 1,
+    }  # fmt: skip
+    report = {"result": {"audit": {k: row for k in ("1", "16", "2", "32", "4", "8")}}}
+    ks = [line.split("|")[1].strip() for line in _audit(report)[2:]]
+    assert ks == ["1", "2", "4", "8", "16", "32"]

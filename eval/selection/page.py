@@ -117,7 +117,9 @@ def _audit(report: dict[str, Any]) -> list[str]:
         "| CALVER valid, not listed |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    for k, a in report["result"]["audit"].items():
+    audit = report["result"]["audit"]
+    for k in sorted(audit, key=int):  # JSON keys are strings: "16" must not sort before "2"
+        a = audit[k]
         lines.append(
             f"| {k} | {a['draws']} | {a['with_valid']} | {a['invalid_unique_plurality']} "
             f"| {a['calver_valid_despite_plurality']} | {a['repairs']} | {a['new_errors']} "

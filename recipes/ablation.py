@@ -10,7 +10,8 @@ One YAML config (every ``--set key.sub=value`` overrides it; values are YAML):
 
 1. **Warm start**: the gold-trace SFT config ``warm_start_config`` is trained once by
    ``recipes/sft_traces.py`` and cached by content (the GRPO recipe's warm-start cache and key), so every
-   arm, seed and later run starts from the same adapter.
+   arm, seed and later run starts from the same adapter; or ``warm_start_adapter`` names a committed
+   adapter folder to start from.
 2. **Arms**: one ``recipes/grpo_cros.py`` run per arm and seed, from that adapter, with identical flags
    (prompts, data order, seed, steps, group size, learning rate) except ``reward_weights``. Every arm
    computes every reward in ``rewards``; an arm's weights select what it trains on (weight 0: logged
@@ -23,7 +24,10 @@ One YAML config (every ``--set key.sub=value`` overrides it; values are YAML):
    ``<results>_metrics.png`` (arms × metrics with intervals) and ``<results>_rewards.png``.
 
 A stage whose outputs exist (a finished arm with the same command, cached completions) is reused, so an
-interrupted ablation continues where it stopped.
+interrupted ablation continues where it stopped. With ``store`` set, every finished arm is kept there
+(its adapter in float16, its metrics and training completions: the files of ``STORED_FILES``) and the
+evaluation's caches go to ``<store>/eval``: a folder to commit, so a run spread over several machines or
+sessions continues from it. ``--budget-minutes`` stops before the next arm once the budget is spent.
 """
 
 from __future__ import annotations
@@ -51,9 +55,12 @@ SFT_SCRIPT = RECIPES / "sft_traces.py"
 RUN_RECORD = "ablation_run.json"
 _LABEL = re.compile(r"^[A-Za-z0-9._-]+$")
 _TOP_KEYS = {
-    "model_name_or_path", "output_dir", "results", "warm_start_config", "warm_start_cache", "seeds", "baseline",
-    "system_prompt", "causal", "train", "rewards", "reward_options", "arms", "eval",
+    "model_name_or_path", "output_dir", "results", "warm_start_config", "warm_start_adapter", "warm_start_cache",
+    "seeds", "baseline", "system_prompt", "causal", "train", "rewards", "reward_options", "arms", "eval", "store",
 }  # fmt: skip
+#: What the store keeps of a finished arm: the checkpoint the evaluation reads and what the page needs.
+STORED_FILES = ("adapter_config.json", "adapter_model.safetensors", "metrics.jsonl", "completions.jsonl",
+                "train.yaml", RUN_RECORD)  # fmt: skip
 _EVAL_KEYS = {
     "held_out", "shifted", "shifted_causal", "shifted_story_fraction", "prompts", "samples", "k", "max_new_tokens",
     "seed", "hints", "hint_questions", "min_switched", "faithfulness_pairs", "batch_size", "bootstrap", "engine",
@@ -117,13 +124,17 @@ def validate(config: dict[str, Any]) -> None:
         "model_name_or_path",
         "output_dir",
         "results",
-        "warm_start_config",
         "rewards",
         "arms",
         "eval",
     ):
         if not config.get(key):
             raise AblationError(f"the ablation config needs {key!r}")
+    if bool(config.get("warm_start_config")) == bool(config.get("warm_start_adapter")):
+        raise AblationError(
+            "the ablation config needs exactly one of 'warm_start_config' (an SFT config to train once) "
+            "and 'warm_start_adapter' (an adapter folder): every arm starts from that one warm start"
+        )
     rewards = config["rewards"]
     if not isinstance(rewards, list) or len(set(rewards)) != len(rewards):
         raise AblationError(f"rewards must be a list of distinct reward names, got {rewards!r}")
@@ -194,14 +205,18 @@ def labels(config: dict[str, Any]) -> list[tuple[str, str, int]]:
 
 # ---------------------------------------------------------------------------------------------
 # stages
-def run_logged(command: list[str], log: Path, env: dict[str, str] | None = None) -> tuple[int, float]:
-    """Run ``command`` with stdout/stderr appended to ``log``; ``(exit status, wall seconds)``."""
+def run_logged(
+    command: list[str], log: Path, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> tuple[int, float]:
+    """Run ``command`` (in ``cwd``) with stdout/stderr appended to ``log``; ``(exit status, wall seconds)``."""
     log.parent.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     with log.open("a", encoding="utf-8") as f:
         f.write(f"$ {' '.join(command)}\n")
         f.flush()
-        status = subprocess.run(command, stdout=f, stderr=subprocess.STDOUT, env=env, check=False).returncode
+        status = subprocess.run(
+            command, stdout=f, stderr=subprocess.STDOUT, env=env, cwd=cwd, check=False
+        ).returncode
     return status, time.perf_counter() - start
 
 
@@ -216,6 +231,8 @@ def warm_start(config: dict[str, Any], out: Path) -> dict[str, Any]:
         warm_start_key,
     )
 
+    if config.get("warm_start_adapter"):
+        return _given_warm_start(config)
     try:
         sft_config = warm_start_config_path(
             config["warm_start_config"], [config["_config_dir"], RECIPES / "configs"]
@@ -240,6 +257,28 @@ def warm_start(config: dict[str, Any], out: Path) -> dict[str, Any]:
     say(f"warm start: {'reusing' if reused else 'trained'} {target} (SFT {record.get('sft_seconds')} s)")
     return {"adapter": str(target), "key": key, "reused": reused, "sft_seconds": record.get("sft_seconds"),
             "config": str(sft_config)}  # fmt: skip
+
+
+def _given_warm_start(config: dict[str, Any]) -> dict[str, Any]:
+    """``warm_start_adapter``: an adapter folder (relative to the repository, the config's folder, or absolute)."""
+    given = Path(config["warm_start_adapter"]).expanduser()
+    candidates = [given] if given.is_absolute() else [ROOT / given, Path(config["_config_dir"]) / given]
+    adapter = next((c for c in candidates if (c / "adapter_config.json").is_file()), None)
+    if adapter is None:
+        raise AblationError(
+            f"warm_start_adapter {str(given)!r} is not an adapter folder (no adapter_config.json); "
+            "give a PEFT adapter saved by recipes/sft_traces.py"
+        )
+    say(f"warm start: the given adapter {adapter}")
+    # its SFT time is not the ablation's: the page says "time unknown" rather than guess
+    return {"adapter": str(adapter.resolve()), "key": _digest(adapter / "adapter_model.safetensors"),
+            "reused": True, "sft_seconds": None, "config": None}  # fmt: skip
+
+
+def _digest(path: Path) -> str | None:
+    import hashlib
+
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:16] if path.is_file() else None
 
 
 def _with_log(log: Path, fn):
@@ -289,20 +328,67 @@ def arm_command(config: dict[str, Any], arm: str, seed: int, adapter: str, run_d
     ]  # fmt: skip
 
 
-def train_arms(config: dict[str, Any], out: Path, adapter: str) -> dict[str, Any]:
-    """Run every arm and seed (reusing finished runs with the same command); per label, its record."""
+def arm_location(config: dict[str, Any], out: Path, label: str) -> Path:
+    """Where a finished arm is read from: ``<store>/<label>`` with a store, else its run folder."""
+    return _store(config) / label if config.get("store") else out / "arms" / label
+
+
+def _store(config: dict[str, Any]) -> Path:
+    store = Path(config["store"]).expanduser()
+    return store if store.is_absolute() else ROOT / store
+
+
+def _rooted(tree: Any) -> Any:
+    """``tree`` with absolute paths under the repository written relative to it (a run's identity must
+    not change with the checkout's location, and the store is committed)."""
+    if isinstance(tree, list):
+        return [_rooted(v) for v in tree]
+    if isinstance(tree, str) and os.path.isabs(tree) and tree.startswith(str(ROOT) + os.sep):
+        return os.path.relpath(tree, ROOT)
+    return tree
+
+
+def publish_arm(run_dir: Path, target: Path) -> None:
+    """Copy a finished run's `STORED_FILES` into ``target``, the adapter's floating tensors as float16
+    (half the bytes; the stored adapter *is* the checkpoint: the evaluation reads it)."""
+    import shutil
+
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    target.mkdir(parents=True, exist_ok=True)
+    for name in STORED_FILES:
+        if name == RUN_RECORD or not (run_dir / name).is_file():
+            continue
+        if name == "adapter_model.safetensors":
+            tensors = load_file(str(run_dir / name))
+            half = {k: v.to(torch.float16) if v.is_floating_point() else v for k, v in tensors.items()}
+            save_file(half, str(target / name), metadata={"format": "pt"})
+        else:
+            shutil.copyfile(run_dir / name, target / name)
+
+
+def train_arms(
+    config: dict[str, Any], out: Path, adapter: str, deadline: float | None = None
+) -> dict[str, Any]:
+    """Run every arm and seed (reusing finished runs with the same command); per label, its record.
+    Past ``deadline`` (``time.time()``) no new arm starts: the labels not yet run are missing."""
     records = {}
     for label, arm, seed in labels(config):
         run_dir = out / "arms" / label
+        final = arm_location(config, out, label)
         command = arm_command(config, arm, seed, adapter, run_dir)
-        record_path = run_dir / RUN_RECORD
-        identity = {"command": command[1:], "train": (run_dir / "train.yaml").read_text()}
+        record_path = final / RUN_RECORD
+        identity = {"command": _rooted(command[1:]), "train": (run_dir / "train.yaml").read_text()}
         if record_path.is_file():
             record = json.loads(record_path.read_text())
-            if record.get("identity") == identity and (run_dir / "adapter_config.json").is_file():
-                say(f"arm {label}: reusing the finished run in {run_dir} ({record['seconds']:.0f} s)")
+            if record.get("identity") == identity and (final / "adapter_config.json").is_file():
+                say(f"arm {label}: reusing the finished run in {final} ({record['seconds']:.0f} s)")
                 records[label] = record
                 continue
+        if deadline is not None and time.time() >= deadline:
+            say(f"arm {label}: not started, the budget is spent")
+            continue
         for stale in ("metrics.jsonl", "completions.jsonl", RUN_RECORD):
             (run_dir / stale).unlink(missing_ok=True)
         say(f"arm {label} (seed {seed}, weights {config['arms'][arm]}): training -> {run_dir}")
@@ -312,8 +398,10 @@ def train_arms(config: dict[str, Any], out: Path, adapter: str) -> dict[str, Any
                 f"arm {label} failed (exit status {status}); see {out / 'logs' / f'{label}.log'}"
             )
         weights, aggregation = arm_spec(config, arm)
+        if final != run_dir:
+            publish_arm(run_dir, final)
         record = {"label": label, "arm": arm, "seed": seed, "weights": weights, "aggregation": aggregation,
-                  "seconds": seconds, "identity": identity, "output_dir": str(run_dir)}  # fmt: skip
+                  "seconds": seconds, "identity": identity, "output_dir": _rooted(str(final))}  # fmt: skip
         record_path.write_text(json.dumps(record, indent=2) + "\n")
         say(f"arm {label}: {seconds:.0f} s")
         records[label] = record
@@ -332,8 +420,14 @@ def eval_task_configs(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return task_config
 
 
+def eval_dir(config: dict[str, Any], out: Path) -> Path:
+    """The evaluation's folder (its report and completion caches): ``<store>/eval`` with a store."""
+    return _store(config) / "eval" if config.get("store") else out / "eval"
+
+
 def eval_command(config: dict[str, Any], out: Path, adapter: str) -> list[str]:
-    """One ``faithgrpo eval`` over the baseline arm (first: the paired reference), the warm start, the rest."""
+    """One ``faithgrpo eval`` over the baseline arm (first: the paired reference), the warm start, the rest.
+    Paths under the repository are written relative to it (run it there): its report may be committed."""
     ev, model = config["eval"], config["model_name_or_path"]
     runs = labels(config)
     (base_label, _, _), rest = runs[0], runs[1:]
@@ -341,11 +435,11 @@ def eval_command(config: dict[str, Any], out: Path, adapter: str) -> list[str]:
     task_config = eval_task_configs(config)
     command = [
         sys.executable, "-m", "faithgrpo.cli", "eval",
-        "--model", model, "--adapter", str(out / "arms" / base_label), "--label", base_label,
-        "--checkpoint", "sft", model, adapter,
+        "--model", model, "--adapter", _rooted(str(arm_location(config, out, base_label))), "--label", base_label,
+        "--checkpoint", "sft", model, _rooted(adapter),
     ]  # fmt: skip
     for label, _, _ in rest:
-        command += ["--checkpoint", label, model, str(out / "arms" / label)]
+        command += ["--checkpoint", label, model, _rooted(str(arm_location(config, out, label)))]
     ks = ev.get("k", [1, 2, 4, 8])
     hints = ev.get("hints", "none")
     command += [
@@ -357,7 +451,7 @@ def eval_command(config: dict[str, Any], out: Path, adapter: str) -> list[str]:
         "--hint-questions", str(ev.get("hint_questions", 8)), "--min-switched", str(ev.get("min_switched", 2)),
         "--faithfulness-pairs", str(ev.get("faithfulness_pairs", 16)),
         "--batch-size", str(ev.get("batch_size", 16)), "--bootstrap", str(ev.get("bootstrap", 1000)),
-        "--no-progress", "--out", str(out / "eval"),
+        "--no-progress", "--out", _rooted(str(eval_dir(config, out))),
     ]  # fmt: skip
     for key, flag in (("engine", "--engine"), ("backend", "--backend"), ("temperature", "--temperature"),
                       ("top_p", "--top-p")):  # fmt: skip
@@ -403,11 +497,13 @@ def write_results(
     from faithgrpo.eval.report.adapters import task_rows
     from faithgrpo.trainers.callbacks import read_metrics
 
-    report = json.loads((out / "eval" / "report.json").read_text())
+    evaluated = eval_dir(config, out)
+    report = json.loads((evaluated / "report.json").read_text())
     runs = labels(config)
     summary = summarize(report, baseline=runs[0][0])
     curves = {
-        label: reward_curves(read_metrics(out / "arms" / label / "metrics.jsonl")) for label, _, _ in runs
+        label: reward_curves(read_metrics(arm_location(config, out, label) / "metrics.jsonl"))
+        for label, _, _ in runs
     }
     results = Path(config["results"])
     results.parent.mkdir(parents=True, exist_ok=True)
@@ -423,12 +519,12 @@ def write_results(
     for task, task_config in eval_task_configs(config).items():
         rows = task_rows(task, int(ev.get("prompts", 16)), int(ev.get("seed", 101)), task_config)
         per_kind[task] = {
-            label: per_kind_rates(out / "eval" / label / f"completions_{task}.jsonl", rows)
+            label: per_kind_rates(evaluated / label / f"completions_{task}.jsonl", rows)
             for label in summary["checkpoints"]
         }
     sources = {}
     for label, record in arms.items():
-        rows = read_metrics(out / "arms" / label / "completions.jsonl")
+        rows = read_metrics(arm_location(config, out, label) / "completions.jsonl")
         aggregation = record.get("aggregation", AGGREGATIONS[0])  # records written before the option
         sources[label] = advantage_sources(rows, record["weights"], aggregation=aggregation)
     payload = {
@@ -455,7 +551,7 @@ def write_results(
         f"From `python recipes/ablation.py` ({config.get('_config_name', 'config')}"
         + "".join(f" `--set {item}`" for item in config.get("_overrides") or [])
         + "); every number below is from "
-        f"`{portable_paths(str(out / 'eval' / 'report.json'))}`, all of it in `{paths['json'].name}`.",
+        f"`{portable_paths(str(evaluated / 'report.json'))}`, all of it in `{paths['json'].name}`.",
         "",
         f"- Warm start: `{portable_paths(str(warm['adapter']))}` (SFT {_seconds(warm.get('sft_seconds'))}"
         f"{', reused from the cache' if warm.get('reused') else ''}); every arm starts from it.",
@@ -572,6 +668,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output_dir", help="override output_dir (runs, logs, the eval)")
     parser.add_argument("--results", help="override results (the page's path without suffix)")
     parser.add_argument(
+        "--budget-minutes",
+        type=float,
+        help="start no new arm after this many minutes; unfinished arms (and the evaluation) wait for a rerun",
+    )
+    parser.add_argument(
         "--smoke",
         action="store_true",
         help="wiring check: a tiny in-process model, one step per arm, two evaluation prompts",
@@ -592,17 +693,26 @@ def main(argv: list[str] | None = None) -> int:
         if args.results:
             config["results"] = args.results
         started = time.perf_counter()
+        deadline = None if args.budget_minutes is None else time.time() + 60 * args.budget_minutes
         warm = warm_start(config, out)
-        arms = train_arms(config, out, warm["adapter"])
+        arms = train_arms(config, out, warm["adapter"], deadline)
+        missing = [label for label, _, _ in labels(config) if label not in arms]
+        if missing:
+            say(
+                f"{len(arms)} of {len(arms) + len(missing)} arms finished; rerun to train {', '.join(missing)}"
+            )
+            return 0
         say(
-            f"evaluating {', '.join(label for label, _, _ in labels(config))} and the warm start -> {out / 'eval'}"
+            f"evaluating {', '.join(label for label, _, _ in labels(config))} and the warm start "
+            f"-> {eval_dir(config, out)}"
         )
-        status, seconds = run_logged(eval_command(config, out, warm["adapter"]), out / "logs" / "eval.log")
+        command = eval_command(config, out, warm["adapter"])
+        status, seconds = run_logged(command, out / "logs" / "eval.log", cwd=ROOT)
         if status != 0:
             raise AblationError(
                 f"the evaluation failed (exit status {status}); see {out / 'logs' / 'eval.log'}"
             )
-        evaluation = {"seconds": seconds, "report": str(out / "eval" / "report.json")}
+        evaluation = {"seconds": seconds, "report": str(eval_dir(config, out) / "report.json")}
         paths = write_results(config, out, warm, arms, evaluation)
     except AblationError as error:
         print(f"error: {error}", file=sys.stderr, flush=True)

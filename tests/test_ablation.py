@@ -352,3 +352,115 @@ def test_results_module_docstring_examples():
 
     result = doctest.testmod(ablation)
     assert result.attempted >= 4 and result.failed == 0
+
+
+# ---------------------------------------------------------------------------------------------
+# the store: a run spread over sessions
+def test_the_warm_start_is_one_of_a_config_or_an_adapter_folder(tmp_path):
+    ablation = _ablation_module()
+    with pytest.raises(ablation.AblationError, match="exactly one of 'warm_start_config'"):
+        ablation.load_config(CONFIG, [f"warm_start_adapter={tmp_path}"])
+    with pytest.raises(ablation.AblationError, match="exactly one of"):
+        ablation.load_config(CONFIG, ["warm_start_config=null"])
+    config = ablation.load_config(
+        CONFIG, ["warm_start_config=null", f"warm_start_adapter={tmp_path / 'nope'}"]
+    )
+    with pytest.raises(ablation.AblationError, match="is not an adapter folder"):
+        ablation.warm_start(config, tmp_path)
+    (tmp_path / "adapter").mkdir()
+    (tmp_path / "adapter" / "adapter_config.json").write_text("{}")
+    (tmp_path / "adapter" / "adapter_model.safetensors").write_bytes(b"weights")
+    config["warm_start_adapter"] = str(tmp_path / "adapter")
+    warm = ablation.warm_start(config, tmp_path)
+    assert warm["adapter"] == str((tmp_path / "adapter").resolve()) and warm["reused"]
+    assert warm["key"] == __import__("hashlib").sha256(b"weights").hexdigest()[:16]
+
+
+def test_the_scale_config_starts_from_the_committed_policy_and_keeps_its_arms_in_the_repository():
+    ablation = _ablation_module()
+    config = ablation.load_config(ROOT / "recipes" / "configs" / "ablation_scale_cpu.yaml")
+    assert (ROOT / config["warm_start_adapter"] / "adapter_config.json").is_file()
+    store = Path(config["store"])
+    assert not store.is_absolute() and store.parts[:2] == ("recipes", "results")
+    assert ablation.arm_location(config, Path("runs"), "full-s1") == ROOT / store / "full-s1"
+    assert ablation.eval_dir(config, Path("runs")) == ROOT / store / "eval"
+
+
+def test_a_published_arm_keeps_only_its_stored_files_with_a_float16_adapter(tmp_path):
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    ablation = _ablation_module()
+    run = tmp_path / "run"
+    run.mkdir()
+    weights = {"lora_A": torch.tensor([[0.1, -1 / 3]], dtype=torch.float32), "step": torch.tensor([7])}
+    save_file(weights, str(run / "adapter_model.safetensors"))
+    for name in ("adapter_config.json", "metrics.jsonl", "completions.jsonl", "train.yaml", "tokenizer.json"):
+        (run / name).write_text(name)
+    ablation.publish_arm(run, tmp_path / "store")
+    kept = sorted(p.name for p in (tmp_path / "store").iterdir())
+    assert kept == sorted(set(ablation.STORED_FILES) - {ablation.RUN_RECORD})  # no tokenizer, no record yet
+    stored = load_file(str(tmp_path / "store" / "adapter_model.safetensors"))
+    assert stored["lora_A"].dtype == torch.float16 and stored["step"].dtype == torch.int64
+    assert torch.equal(stored["lora_A"], weights["lora_A"].to(torch.float16))
+    assert (tmp_path / "store" / "metrics.jsonl").read_text() == "metrics.jsonl"
+
+
+def test_a_stored_arm_is_reused_and_past_the_budget_no_arm_starts(tmp_path, monkeypatch):
+    ablation = _ablation_module()
+    config = ablation.load_config(CONFIG, [f"store={tmp_path / 'store'}"])
+    started = []
+    monkeypatch.setattr(
+        ablation, "run_logged", lambda command, log, env=None: started.append(command) or (1, 0.0)
+    )
+    runs = ablation.labels(config)
+    # nothing stored and the budget spent: nothing runs, every label is missing
+    assert ablation.train_arms(config, tmp_path / "out", str(tmp_path / "sft"), deadline=0.0) == {}
+    assert started == []
+    # the baseline stored under the same command: reused; its identity holds no machine path
+    label, arm, seed = runs[0]
+    command = ablation.arm_command(
+        config, arm, seed, str(tmp_path / "sft"), tmp_path / "out" / "arms" / label
+    )
+    identity = {
+        "command": ablation._rooted(command[1:]),
+        "train": (tmp_path / "out" / "arms" / label / "train.yaml").read_text(),
+    }
+    assert not any(str(ROOT) in part for part in identity["command"])
+    final = tmp_path / "store" / label
+    final.mkdir(parents=True)
+    (final / "adapter_config.json").write_text("{}")
+    (final / ablation.RUN_RECORD).write_text(json.dumps({"identity": identity, "seconds": 5.0}))
+    records = ablation.train_arms(config, tmp_path / "out", str(tmp_path / "sft"), deadline=0.0)
+    assert list(records) == [label] and started == []
+    # another seed's identity differs: with budget left it would train (here the fake run fails)
+    with pytest.raises(ablation.AblationError, match="failed"):
+        ablation.train_arms(config, tmp_path / "out", str(tmp_path / "sft"))
+    assert len(started) == 1 and str(tmp_path / "out" / "arms" / runs[1][0]) in started[0]
+
+
+def test_a_float16_stored_adapter_loads_into_the_float32_model_as_its_rounded_weights(tmp_path):
+    import torch
+    from peft import LoraConfig, PeftModel, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    from faithgrpo.testing import save_tiny_causal_lm
+
+    ablation = _ablation_module()
+    base_dir = save_tiny_causal_lm(tmp_path / "tiny", "llama", seed=0)
+    model = get_peft_model(
+        AutoModelForCausalLM.from_pretrained(base_dir),
+        LoraConfig(r=4, target_modules=["q_proj"], init_lora_weights=False),
+    )
+    model.save_pretrained(tmp_path / "run")
+    trained = {n: p.detach().clone() for n, p in model.named_parameters() if "lora_" in n}
+    ablation.publish_arm(tmp_path / "run", tmp_path / "store")
+    loaded = PeftModel.from_pretrained(
+        AutoModelForCausalLM.from_pretrained(base_dir), str(tmp_path / "store")
+    )
+    params = {n: p for n, p in loaded.named_parameters() if "lora_" in n}
+    assert params.keys() == trained.keys()
+    for name, value in params.items():
+        assert value.dtype == torch.float32
+        assert torch.equal(value, trained[name].to(torch.float16).to(torch.float32)), name
+        assert not torch.equal(value, trained[name]) or trained[name].abs().max() == 0  # it was rounded

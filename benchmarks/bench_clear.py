@@ -5,13 +5,15 @@ Judges every record of ``tests/data/clear_templates.jsonl`` (every CLEAR templat
 answers, its accepted candidates and its brute-force wrong answers. "cold" empties the parse and enumeration caches before each
 judgement (a record seen for the first time: description and question parsing, brute force over
 subsets, path enumeration); "warm" keeps them (the same record judged again, as for the K samples
-of one prompt). Target: <= 1 ms per judgement.
+of one prompt). ``--structure`` adds the records of the eleven structure types that
+``tests/clear_records_more.py`` writes in memory (every template on seeded random graphs, with their
+other right answers and brute-force wrong answers). Target: <= 1 ms per judgement.
 
 Prints one JSON object: ``{"cold": {task_type: {"n", "median_us", "p99_us", "max_us"}, ...,
 "all": {...}}, "warm": {...}}``.
 
 Usage:
-    python benchmarks/bench_clear.py [--repeats 3] [--records tests/data/clear_templates.jsonl]
+    python benchmarks/bench_clear.py [--repeats 3] [--records tests/data/clear_templates.jsonl] [--structure]
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import argparse
 import gc
 import json
 import statistics
+import sys
 import time
 from pathlib import Path
 
@@ -43,8 +46,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=Path, default=DEFAULT)
     parser.add_argument("--repeats", type=int, default=3, help="timed passes; the fastest of each is kept")
+    parser.add_argument(
+        "--structure", action="store_true", help="also the eleven structure types (tests/clear_records_more.py)"
+    )
     args = parser.parse_args()
     records = [json.loads(line) for line in args.records.read_text().splitlines() if line.strip()]
+    if args.structure:
+        sys.path.insert(0, str(DEFAULT.parents[1]))  # the generator lives with the tests
+        import clear_records_more
+
+        records += clear_records_more.generate()
     jobs = [
         (r, c)
         for r in records

@@ -55,6 +55,22 @@ def _cmd_clear_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_clear_judge(args: argparse.Namespace) -> int:
+    """The CLEAR judge report: decided / accepted per type, then every record it disagrees with."""
+    from faithgrpo.tasks.clear.records import format_report, judge_report
+
+    try:
+        report = judge_report(args.path)
+    except FileNotFoundError:
+        print(f"error: No such file or directory: {args.path}", file=sys.stderr)
+        return 2
+    except (OSError, ValueError) as err:
+        print(f"error: {' '.join(str(err).split())}", file=sys.stderr)
+        return 2
+    print(format_report(report, max_cases=args.max_cases))
+    return 0
+
+
 def _cmd_data(args: argparse.Namespace) -> int:
     """Write seeded rows of a task as a dataset folder (TRL's CLI or verl reads it)."""
     import json
@@ -102,6 +118,17 @@ def build_parser() -> argparse.ArgumentParser:
         "path", help="a CLEAR JSON-Lines file, or a directory of them (CLEAR's data/json_single/)"
     )
     clear.set_defaults(func=_cmd_clear_eval)
+
+    report = sub.add_parser(
+        "clear-judge",
+        help="the CLEAR judge report: records decided and listed answers accepted per task type and "
+        "question type, and each record where the judge disagrees with the label, with its answer",
+    )
+    report.add_argument(
+        "path", help="a CLEAR JSON-Lines file, or a directory of them (CLEAR's data/json_single/)"
+    )
+    report.add_argument("--max-cases", type=int, default=50, help="records listed per section (default 50)")
+    report.set_defaults(func=_cmd_clear_judge)
 
     data = sub.add_parser(
         "data",

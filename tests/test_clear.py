@@ -24,7 +24,12 @@ from faithgrpo.cli import main as cli_main
 from faithgrpo.tasks.causal.prompts import chat_prompt
 from faithgrpo.tasks.causal.queries import grade_answer
 from faithgrpo.tasks.clear.candidates import judge, listed_answers
-from faithgrpo.tasks.clear.descriptions import TASK_TYPES, normalize_task_type, parse_description
+from faithgrpo.tasks.clear.descriptions import (
+    STRUCTURE_TASKS,
+    TASK_TYPES,
+    normalize_task_type,
+    parse_description,
+)
 from faithgrpo.tasks.clear.questions import ClearQuestion, read_question
 from faithgrpo.tasks.clear.records import evaluate_file, format_summary, load_records, to_problem
 from faithgrpo.tasks.graphs.edges import parse_path
@@ -371,7 +376,9 @@ def test_task_type_spellings():
     fo = rec("d_separation", "fo", DAG_MHVF, "Find one valid nodeset that can d-separate node H and node M .")
     assert read_question(fo).task_type == "d-separation" and judge(fo, "set()")
     assert normalize_task_type("C-Component") == "c_component"
-    assert set(TASK_TYPES) == {r["task_type"] for r in RECORDS}
+    # the template file covers the nine path / set types; tests/test_clear_types.py the other eleven
+    assert set(TASK_TYPES) - set(STRUCTURE_TASKS) == {r["task_type"] for r in RECORDS}
+    assert len(TASK_TYPES) == 20
 
 
 def test_parse_description_variants():

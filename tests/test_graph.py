@@ -311,6 +311,11 @@ _CLEAR_MODULES = (
     "clear.questions",
     "clear.truth",
     "clear.candidates",
+    "clear.values",
+    "clear.forms",
+    "clear.structure",
+    "clear.identification",
+    "clear.verdicts",
 )
 
 

@@ -135,15 +135,18 @@ class _Bits:
     def separated(self, x: int, y: int, z: int) -> bool:
         return not z & ((1 << x) | (1 << y)) and not self.connected(x, 1 << y, z)
 
-    def paths(self, x: int, y: int, *, backdoor: bool, limit: int) -> list[PathKey] | None:
-        """Simple paths from x to y as ``(nodes, marks)``: backdoor paths (first edge into x) or
-        directed paths (every edge ``->``); ``None`` when there are more than ``limit``.
+    def paths(
+        self, x: int, y: int, *, backdoor: bool, limit: int, skeleton: bool = False
+    ) -> list[PathKey] | None:
+        """Simple paths from x to y as ``(nodes, marks)``: backdoor paths (first edge into x),
+        directed paths (every edge ``->``) or, with ``skeleton``, every path of the skeleton;
+        ``None`` when there are more than ``limit``.
 
         Depth-first, entering a node only when y is still reachable from it off the path, so every
         branch ends in a path.
         """
         n = len(self.names)
-        if backdoor:
+        if backdoor or skeleton:
             reach = [self.ch[i] | self.pa[i] | self.sib[i] for i in range(n)]
             steps = [
                 [("->", j) for j in bits_of(self.ch[i])]
@@ -151,7 +154,7 @@ class _Bits:
                 + [("<->", j) for j in bits_of(self.sib[i])]
                 for i in range(n)
             ]
-            first = [(m, j) for m, j in steps[x] if m != "->"]
+            first = steps[x] if skeleton else [(m, j) for m, j in steps[x] if m != "->"]
         else:
             reach = self.ch
             steps = [[("->", j) for j in bits_of(self.ch[i])] for i in range(n)]

@@ -6,23 +6,12 @@ The record format and the candidate forms are described in :mod:`faithgrpo.tasks
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from faithgrpo.tasks.causal.answers import parse_node_set, parse_yes_no
-from faithgrpo.tasks.clear.bits import PathKey
-from faithgrpo.tasks.clear.descriptions import MAX_ITEMS, MAX_TEXT_CHARS, PATH_TASKS
-from faithgrpo.tasks.clear.questions import (
-    PATH_LIT_RE,
-    SEPARATORS_RE,
-    SET_LIT_RE,
-    ClearQuestion,
-    option_value,
-    parse_one_path,
-    parse_set,
-    read_question,
-)
+from faithgrpo.tasks.clear.descriptions import MAX_ITEMS, MAX_TEXT_CHARS, PATH_TASKS, STRUCTURE_TASKS
+from faithgrpo.tasks.clear.questions import option_value, read_question
 from faithgrpo.tasks.clear.truth import (
     answer_universe,
     cycle_nodes,
@@ -31,56 +20,25 @@ from faithgrpo.tasks.clear.truth import (
     rotate_cycle,
     verdict,
 )
+from faithgrpo.tasks.clear.values import (
+    PATH_LIT_RE,
+    SEPARATORS_RE,
+    SET_LIT_RE,
+    ClearQuestion,
+    parse_one_path,
+    parse_set,
+)
+from faithgrpo.tasks.clear.values import as_items as _items
+from faithgrpo.tasks.clear.values import parse_count as _parse_count
+from faithgrpo.tasks.clear.values import parse_letter as _parse_letter
+from faithgrpo.tasks.clear.values import parse_path_list as _parse_path_list
+from faithgrpo.tasks.clear.values import single as _single
+from faithgrpo.tasks.clear.verdicts import judge_structure
 from faithgrpo.tasks.graphs.edges import Path
+
 
 # ---------------------------------------------------------------------------------------------
 # candidates
-_NUMBER_WORDS = {
-    w: i
-    for i, w in enumerate(
-        ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
-         "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen",
-         "nineteen", "twenty")
-    )
-}  # fmt: skip
-_LETTER_RE = re.compile(
-    r"\s*(?:(?:the\s+)?(?:correct\s+)?(?:answer|option|choice)\s*(?:is\s*)?[:\-]?\s*)?"
-    r"[(\[]?([A-Za-z])[)\]]?(?:\s*[.:)]\s*(?P<rest>.*?))?\s*\.?\s*",
-    re.IGNORECASE | re.DOTALL,
-)
-
-
-def _parse_letter(text: str) -> tuple[str, str] | None:
-    m = _LETTER_RE.fullmatch(text)
-    if not m:
-        return None
-    return m.group(1).upper(), (m.group("rest") or "").strip()
-
-
-def _parse_count(candidate: Any) -> int | None:
-    if isinstance(candidate, bool):
-        return None
-    if isinstance(candidate, int):
-        return candidate
-    if not isinstance(candidate, str) or len(candidate) > 4096:
-        return None
-    numbers = {int(n) for n in re.findall(r"(?<![\w.])\d{1,6}(?![\w]|\.\d)", candidate)[:16]}
-    if not numbers:
-        numbers = {_NUMBER_WORDS[w] for w in re.findall(r"[a-z]+", candidate.lower()) if w in _NUMBER_WORDS}
-    return numbers.pop() if len(numbers) == 1 else None
-
-
-def _items(candidate: Any) -> list[str] | str | None:
-    """A list candidate as its string members, a string as itself, anything else ``None``."""
-    if isinstance(candidate, (list, tuple)):
-        if len(candidate) > MAX_ITEMS or not all(isinstance(c, str) for c in candidate):
-            return None
-        return list(candidate)
-    if isinstance(candidate, str) and len(candidate) <= MAX_TEXT_CHARS:
-        return candidate
-    return None
-
-
 def _parse_set_list(candidate: Any, limit: int = MAX_ITEMS) -> list[frozenset[str]] | None:
     """A list of sets; ``None`` when unreadable or longer than ``limit`` (a wrong FA answer anyway)."""
     items = _items(candidate)
@@ -98,60 +56,7 @@ def _parse_set_list(candidate: Any, limit: int = MAX_ITEMS) -> list[frozenset[st
     return None if any(v is None for v in values) else values
 
 
-_ARROW_SPLIT_RE = re.compile(r"\s*(<->|->|<-|→|←|↔)\s*")
 _FLIP = {"->": "<-", "<-": "->", "<->": "<->"}
-_ASCII_MARK = {"->": "->", "→": "->", "<-": "<-", "←": "<-", "<->": "<->", "↔": "<->"}
-
-
-def _path_key(text: str) -> PathKey | None:
-    """``"A->B<->C"`` as ``(("A", "B", "C"), ("->", "<->"))`` (quotes and a closing period ignored)."""
-    text = text.strip().rstrip(".").strip().strip("'\"`")
-    if not PATH_LIT_RE.fullmatch(text):
-        return None
-    parts = _ARROW_SPLIT_RE.split(text)
-    return tuple(parts[0::2]), tuple(_ASCII_MARK[m] for m in parts[1::2])
-
-
-def _parse_path_list(candidate: Any, limit: int = MAX_ITEMS, max_chars: int = 4096) -> list[PathKey] | None:
-    """A list of paths as keys; ``None`` when unreadable, longer than ``limit`` paths, or holding a
-    path literal over ``max_chars`` characters (longer than any simple path of the graph)."""
-    items = _items(candidate)
-    if isinstance(items, list):
-        if len(items) > limit:
-            return None
-        keys = []
-        for c in items:
-            key = _path_key(c) if len(c) <= max_chars else None
-            if key is None and len(c) <= max_chars:
-                p = parse_one_path(c)
-                key = None if p is None else (p.nodes, p.marks)
-            if key is None:
-                return None
-            keys.append(key)
-        return keys
-    if items is None:
-        return None
-    if re.fullmatch(r"\s*(?:none|no\s+\w+\s+paths?|\[\s*\])\s*\.?\s*", items, re.IGNORECASE):
-        return []
-    keys, end = [], 0
-    for m in PATH_LIT_RE.finditer(items):
-        if len(keys) >= limit or m.end() - m.start() > max_chars:
-            return None
-        if not SEPARATORS_RE.fullmatch(items, end, m.start()):
-            return None
-        parts = _ARROW_SPLIT_RE.split(m.group())
-        keys.append((tuple(parts[0::2]), tuple(_ASCII_MARK[a] for a in parts[1::2])))
-        end = m.end()
-    if not keys or not SEPARATORS_RE.fullmatch(items, end):
-        return None
-    return keys
-
-
-def _single(candidate: Any) -> Any:
-    """A one-element list candidate as its element; anything else unchanged."""
-    if isinstance(candidate, (list, tuple)) and len(candidate) == 1:
-        return candidate[0]
-    return candidate
 
 
 def _parse_value(q: ClearQuestion, candidate: Any) -> frozenset[str] | Path | None:
@@ -198,6 +103,8 @@ def _judge_all(q: ClearQuestion, candidate: Any) -> bool | None:
 
 
 def _judge(q: ClearQuestion, candidate: Any) -> bool | None:
+    if q.task_type in STRUCTURE_TASKS:
+        return judge_structure(q, candidate)
     if not is_supported(q):
         return None
     qt = q.question_type

@@ -13,6 +13,19 @@ from faithgrpo.tasks.graphs.edges import parse_graph
 from faithgrpo.tasks.graphs.model import NODE_RE, CausalGraph, GraphParseError, edges_are_acyclic
 
 QUESTION_TYPES = ("FO", "FA", "HM", "YN", "EX", "MC")
+STRUCTURE_TASKS = (  # judged by tasks/clear/verdicts.py
+    "2_node_relation",
+    "3_node_relation",
+    "edge",
+    "node",
+    "path",
+    "topological",
+    "maximal_root_set",
+    "markov_equivalent",
+    "identification",
+    "c-forest",
+    "c-tree",
+)
 TASK_TYPES = (
     "backdoor_adjustment_set",
     "frontdoor_adjustment_set",
@@ -23,6 +36,7 @@ TASK_TYPES = (
     "cycle",
     "markov_blanket",
     "c-component",
+    *STRUCTURE_TASKS,
 )
 VARIANTS = ("any", "minimal", "maximal", "shortest", "longest")
 

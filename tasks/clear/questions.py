@@ -1,6 +1,9 @@
-"""The typed reading of a CLEAR record: :class:`ClearQuestion`, the question templates, :func:`read_question`.
+"""The reading of a CLEAR record: :func:`read_question`, and the templates of the nine path and set types.
 
-The record format and the templates' wording are described in :mod:`faithgrpo.tasks.clear`.
+:func:`read_question` reads every task type: the eleven structure types through
+:func:`faithgrpo.tasks.clear.forms.read_form_question`, the nine others against the templates
+here. The typed result is :class:`~faithgrpo.tasks.clear.values.ClearQuestion`; the record format
+and the templates' wording are described in :mod:`faithgrpo.tasks.clear`.
 """
 
 from __future__ import annotations
@@ -8,7 +11,6 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from faithgrpo.tasks import graphs as C
@@ -18,59 +20,23 @@ from faithgrpo.tasks.clear.descriptions import (
     MAX_TEXT_CHARS,
     PATH_TASKS,
     QUESTION_TYPES,
+    STRUCTURE_TASKS,
     normalize_task_type,
     parse_description,
 )
+from faithgrpo.tasks.clear.forms import read_form_question
+from faithgrpo.tasks.clear.values import END as _END
+from faithgrpo.tasks.clear.values import SET_GROUP as _SET
+from faithgrpo.tasks.clear.values import (
+    ClearQuestion,
+    parse_one_path,
+    parse_set,
+    split_options,
+)
+from faithgrpo.tasks.clear.values import node_group as _node
+from faithgrpo.tasks.clear.values import path_group as _path
 from faithgrpo.tasks.graphs.edges import Path, parse_path
-from faithgrpo.tasks.graphs.model import CausalGraph, GraphParseError
-
-
-# ---------------------------------------------------------------------------------------------
-# the typed reading of a record
-@dataclass(frozen=True)
-class ClearQuestion:
-    """A CLEAR record read against its template.
-
-    Attributes:
-        task_type: the CLEAR name (one of :data:`TASK_TYPES`, e.g. ``"d-separation"``).
-        question_type: ``FO``, ``FA``, ``HM``, ``YN``, ``EX`` or ``MC``.
-        graph: the described graph.
-        x, y: treatment and outcome (adjustment sets), the two nodes to separate (d-separation),
-            start and end (backdoor/directed paths); ``None`` otherwise.
-        node: the node of a Markov-blanket question.
-        path: the path a ``blocked_path`` question is about.
-        variant: ``"any"``, ``"minimal"``/``"maximal"`` (sets), ``"shortest"``/``"longest"`` (paths).
-        claim: the set (a ``frozenset``) or path (a :class:`~faithgrpo.tasks.graphs.edges.Path`) a YN
-            question asks about; ``None`` for questions without one (existence, ``Is it a
-            C-component?``).
-        options: MC options ``(letter, value)`` in order; a value is ``None`` when unreadable.
-    """
-
-    task_type: str
-    question_type: str
-    graph: CausalGraph
-    x: str | None = None
-    y: str | None = None
-    node: str | None = None
-    path: Path | None = None
-    variant: str = "any"
-    claim: frozenset[str] | Path | None = None
-    options: tuple[tuple[str, frozenset[str] | Path | None], ...] = ()
-
-
-_NAME = r"[A-Za-z0-9_]{1,64}"
-_ARROWS = r"(?:<->|->|<-|→|←|↔)"
-_SET = r"(?P<set>set\(\)|\{[^{}]{0,4000}\})"
-_END = r"\s?[.?]?"
-
-
-def _node(group: str, prefix: bool = True) -> str:
-    return (r"(?:node\s)?" if prefix else "") + rf"(?P<{group}>{_NAME})"
-
-
-def _path(group: str) -> str:
-    return rf"(?P<{group}>{_NAME}(?:\s?{_ARROWS}\s?{_NAME}){{1,64}})"
-
+from faithgrpo.tasks.graphs.model import GraphParseError
 
 _X, _Y, _V = _node("x"), _node("y"), _node("node")
 _FROM = rf"from\s{_X}\sto\s{_Y}"
@@ -167,50 +133,6 @@ _TEMPLATES = {
     for task, items in _TEMPLATE_TEXT.items()
 }
 
-_OPTION_SPLIT_RE = re.compile(r"(?:^|\s+)([A-Z])[.)]\s+")
-PATH_LIT_RE = re.compile(rf"(?<![A-Za-z0-9_]){_NAME}(?:\s*{_ARROWS}\s*{_NAME})+")  # starts at a name's start
-SET_LIT_RE = re.compile(r"\{[^{}]{0,4000}\}|\bset\(\)")
-SEPARATORS_RE = re.compile(r"[\s,;\[\]()'\"]*")
-
-
-def _split_options(question: str) -> tuple[str, list[tuple[str, str]]] | None:
-    """``(stem, [(letter, text), ...])`` for an MC question (stem up to its first ``?``)."""
-    cut = question.find("?")
-    if cut < 0:
-        return None
-    stem, rest = question[: cut + 1], question[cut + 1 :]
-    rest = re.sub(r"\\(?=\s*(?:\n|$))", "", rest).strip()  # markdown line breaks (``\`` + newline)
-    parts = _OPTION_SPLIT_RE.split(rest)
-    if len(parts) < 5 or parts[0].strip():
-        return None
-    letters, texts = parts[1::2], parts[2::2]
-    if letters != [chr(ord("A") + i) for i in range(len(letters))]:
-        return None
-    return stem, [(a, t.strip()) for a, t in zip(letters, texts)]
-
-
-def parse_set(text: Any) -> frozenset[str] | None:
-    """A candidate node set (``{A, B}``, ``set()`` or a one-set list), None when it is not one."""
-    if not isinstance(text, str) or len(text) > MAX_TEXT_CHARS:
-        return None
-    s = text.strip().rstrip(".").strip()
-    m = re.fullmatch(r"\[\s*(\{[^{}\[\]]*\}|set\(\))\s*\]", s)  # a one-set list
-    return parse_node_set(m.group(1) if m else s)
-
-
-def parse_one_path(text: Any) -> Path | None:
-    """A candidate path (``A->B<-C`` or a one-path list), None when it is not one."""
-    if not isinstance(text, str) or len(text) > MAX_TEXT_CHARS:
-        return None
-    s = text.strip().rstrip(".").strip()
-    m = re.fullmatch(r"\[\s*(['\"]?)([^\[\]'\"]*)\1\s*\]", s)  # a one-path list
-    if m:
-        s = m.group(2)
-    try:
-        return parse_path(s.strip().strip("'\"`"))
-    except GraphParseError:
-        return None
-
 
 def option_value(task: str, text: str) -> frozenset[str] | Path | None:
     """A multiple-choice option's value: a path for path tasks, else a node set."""
@@ -246,9 +168,8 @@ def read_question(record: Mapping[str, Any]) -> ClearQuestion | None:
             return None
         if len(question) > MAX_TEXT_CHARS or len(description) > MAX_TEXT_CHARS:
             return None
-        return read_typed_question(
-            task, qtype, description, graph_type if isinstance(graph_type, str) else None, question
-        )
+        read = read_form_question if task in STRUCTURE_TASKS else read_typed_question
+        return read(task, qtype, description, graph_type if isinstance(graph_type, str) else None, question)
     except (GraphParseError, ValueError, TypeError, KeyError, IndexError, RecursionError):
         return None
 
@@ -265,7 +186,7 @@ def read_typed_question(
     options: list[tuple[str, str]] = []
     stem = question
     if qtype == "MC":
-        split = _split_options(question)
+        split = split_options(question)
         if split is None:
             return None
         stem, options = split

@@ -98,3 +98,58 @@ def test_cros_pickles_by_configuration_and_reloads_its_reference_in_a_child(tmp_
     bound = CRoSReward(model.requires_grad_(False), tokenizer)
     with pytest.raises(TypeError, match="bound to a live reference model"):
         pickle.dumps(bound)
+
+
+def _async_worker_scores(payload: bytes) -> list:
+    """In a spawned child, as TRL's async GRPO worker: its own ``_score_group`` over our rewards."""
+    import asyncio
+    import os
+    import warnings
+
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    warnings.simplefilter("ignore")
+    from trl.experimental.async_grpo.async_rollout_worker import RolloutGroup, TrainingSequence, _AsyncRolloutLoop
+    from trl.trainer.utils import get_callable_name
+
+    from accelerate import PartialState
+
+    PartialState()  # as the worker's child does first (its logging needs the state)
+    rewards = pickle.loads(payload)
+    # The loop's constructor starts a vLLM client; the scoring call reads only these attributes.
+    loop = object.__new__(_AsyncRolloutLoop)
+    loop.reward_funcs = rewards
+    loop.reward_func_names = [get_callable_name(f) for f in rewards]
+    loop._env_reward_types = []
+    loop._provides_rollout_reward = False
+    n = len(BATCH["completions"])
+    group = RolloutGroup(
+        prompts=BATCH["prompts"], reward_kwargs={"problem": BATCH["problem"], "answer": BATCH["answer"]},
+        completions=BATCH["completions"], completions_ids=[[1]] * n,
+        completions_sequences=[[TrainingSequence([1, 2], [0, 1], [0.0, -1.0], 0)] for _ in range(n)],
+        tool_call_counts=[0] * n, tool_failure_counts=[0] * n, model_version=0, group_id=0,
+        env_rewards=[None] * n, rollout_rewards=[None] * n,
+    )  # fmt: skip
+    samples = asyncio.run(loop._score_group(group))
+    return [(s.metrics, s.advantage) for s in samples]
+
+
+def test_trls_async_grpo_worker_scores_our_rewards_in_its_spawned_child():
+    """TRL's async trainer pickles ``reward_funcs`` into a spawned child whose ``_score_group`` calls
+    them with ``completions, prompts, completion_ids`` and the dataset columns: the same numbers as
+    here, logged under our names, and the gold trace gets the largest advantage."""
+    try:
+        import trl.experimental.async_grpo.async_rollout_worker  # noqa: F401
+    except ImportError as error:  # the module needs aiohttp; older TRL has no async trainer
+        pytest.skip(f"TRL's async GRPO worker does not import here: {error}")
+    names = ["outcome", "format", "calver"]
+    rewards = get_reward_funcs(names)
+    direct = [r(**BATCH) for r in rewards]
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        got = pool.map_async(_async_worker_scores, [pickle.dumps(rewards)]).get(timeout=300)[0]
+    for i, (metrics, _) in enumerate(got):
+        assert {k: v for k, v in metrics.items() if k.startswith("rewards/")} == {
+            f"rewards/{name}": float(scores[i]) for name, scores in zip(names, direct)
+        }
+        assert metrics["reward"] == pytest.approx(sum(float(scores[i]) for scores in direct))
+    advantages = [a for _, a in got]
+    assert advantages[0] == max(advantages) > advantages[-1]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 from collections import defaultdict
 from pathlib import Path
 
@@ -437,9 +438,9 @@ def test_listed_answers():
 CONVERTED = [(r, to_problem(r)) for r in JUDGED if to_problem(r) is not None]
 
 
-def test_to_problem_converts_adjustment_and_separation_records():
+def test_to_problem_converts_adjustment_separation_reachability_and_cycle_records():
     kinds = {p["query"]["kind"] for _, p in CONVERTED}
-    assert {"backdoor_set", "frontdoor_set", "dsep_set", "msep_set", "ci_test"} <= kinds
+    assert {"backdoor_set", "frontdoor_set", "dsep_set", "msep_set", "ci_test", "directed_path", "cycle"} <= kinds
     assert any(p["query"].get("variant") == "minimal" for _, p in CONVERTED)
     for r, p in CONVERTED:
         assert p["mode"] == "supplied" and "Query:" in p["text"]
@@ -457,8 +458,12 @@ def test_to_problem_converts_adjustment_and_separation_records():
             and r["question_type"] == "YN"
         ):
             assert to_problem(r) is None  # no query kind asks whether a given set is valid
-        if r["task_type"] not in ("backdoor_adjustment_set", "frontdoor_adjustment_set", "d-separation"):
-            assert to_problem(r) is None
+        converted = {
+            "backdoor_adjustment_set": {"FO"}, "frontdoor_adjustment_set": {"FO"}, "d-separation": {"FO", "YN"},
+            "directed_path": {"EX"}, "cycle": {"FO"},
+        }  # fmt: skip
+        if r["question_type"] not in converted.get(r["task_type"], ()):
+            assert to_problem(r) is None, (r["task_type"], r["question_type"])
 
 
 @pytest.mark.parametrize(
@@ -467,9 +472,16 @@ def test_to_problem_converts_adjustment_and_separation_records():
 def test_problem_predicate_agrees_with_the_judge(pair):
     record, problem = pair
     q = read_question(record)
-    if problem["query"]["kind"] == "ci_test":
+    if problem["query"]["kind"] in ("ci_test", "directed_path"):
         for said in ("Yes.", "No."):
             assert grade_answer(problem, said.rstrip(".").lower()) == judge(record, said)
+        return
+    if problem["query"]["kind"] == "cycle":  # every closed node sequence, in CLEAR's notation
+        nodes = problem["graph"]["nodes"]
+        for n in range(2, min(len(nodes), 5) + 1):
+            for seq in itertools.permutations(nodes, n):
+                claimed = "->".join((*seq, seq[0]))
+                assert grade_answer(problem, claimed) == judge(record, claimed), claimed
         return
     pool = sorted(set(q.graph.nodes) - {q.x, q.y})
     for k in range(len(pool) + 1):
@@ -487,8 +499,42 @@ def test_converted_problems_take_certified_gold_traces():
     for record, problem in CONVERTED:
         trace = gold_trace(problem, rng=0)
         assert score_trace(trace, prepare_problem(problem)).total == 6, (record["uid"], record["sid"])
+        answer = extract_answer(trace)
         if record["question_type"] == "FO":
-            assert judge(record, extract_answer(trace)) is True
+            assert judge(record, answer) is True
+        else:  # yes/no and existence: the gold answer is the judge's
+            assert judge(record, "Yes." if answer.strip().lower() == "yes" else "No.") is True, answer
+
+
+def test_cheap_traces_on_converted_reachability_and_cycle_problems_stay_below_full_credit():
+    """The cheapest texts that answer right without the work: the bare answer, the gold trace with
+    its DERIVATION emptied, and the gold trace whose GRAPH slot drops an edge."""
+    from faithgrpo.rewards.calver.problem import prepare_problem
+    from faithgrpo.rewards.calver.reward import score_trace
+    from faithgrpo.rewards.text import extract_answer
+    from faithgrpo.tasks.certificates.gold import gold_trace
+
+    tried = 0
+    for _, problem in CONVERTED:
+        if problem["query"]["kind"] not in ("directed_path", "cycle"):
+            continue
+        prepared = prepare_problem(problem)
+        trace = gold_trace(problem, rng=0)
+        answer = extract_answer(trace)
+        derivation = re.search(r"DERIVATION:.*?(?=\n[A-Z]+:|</think>)", trace, re.S)
+        assert derivation is not None, trace
+        cheap = [
+            f"<answer>{answer}</answer>",
+            f"<think>RESULT: {answer}</think><answer>{answer}</answer>",
+            trace.replace(derivation.group(0), "DERIVATION: trivially, by inspection."),
+        ]
+        edges = problem["graph"]["directed"]
+        a, b = edges[0]
+        cheap.append(re.sub(rf"\b{a}\s*->\s*{b}\b,?\s*", "", trace, count=1))
+        for text in cheap:
+            assert score_trace(text, prepared).total < 6, text
+            tried += 1
+    assert tried >= 40
 
 
 def test_to_problem_skips_what_queries_do_not_accept():
@@ -512,8 +558,14 @@ def test_to_problem_skips_what_queries_do_not_accept():
         p["query"] == {"kind": "backdoor_set", "treatment": "X", "outcome": "Y"}
         and p["graph"]["type"] == "ADMG"
     )
-    assert to_problem(rec("cycle", "FO", "Given a directed graph with nodes A, B and directed edges A->B, B->A.",
-                          "Find one cycle in this graph.")) is None  # fmt: skip
+    two_cycle = to_problem(rec("cycle", "FO", "Given a directed graph with nodes A, B and directed edges A->B, B->A.",
+                               "Find one cycle in this graph.", graph_type="DG"))  # fmt: skip
+    assert two_cycle["query"] == {"kind": "cycle"} and two_cycle["graph"]["type"] == "DG"
+    dag = "Given a DAG (directed acyclic graph) with nodes A, B and directed edges A->B."
+    assert to_problem(rec("cycle", "FO", dag, "Find one cycle in this graph.")) is None  # cycle queries need a DG
+    path = to_problem(rec("directed_path", "EX", dag, "Is there a directed path from B to A?"))
+    assert path["query"] == {"kind": "directed_path", "treatment": "B", "outcome": "A"}
+    assert grade_answer(path, "no") is True and grade_answer(path, "yes") is False
 
 
 # ---------------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import json
 import random
+import re
 from collections import defaultdict
 
 import clear_records_more as more
@@ -425,3 +426,44 @@ def test_clear_judge_report_and_cli(tmp_path, capsys):
     assert cli_main(["clear-judge", str(tmp_path / "none")]) == 2
     assert "No such file" in capsys.readouterr().err
     assert evaluate_file(d)["overall"]["rejected"] == 1
+
+
+# ---------------------------------------------------------------------------------------------
+# CALVER problems from the structure types
+def test_ancestor_and_descendant_questions_become_reachability_problems_that_agree_with_the_judge():
+    """``Is node W one of ancestors of node V?`` is a directed path W -> V (descendants: V -> W);
+    the problem's predicate and the judge give the same yes/no, the gold trace is 6/6 and says the
+    judge's answer. Every other structure question converts to nothing (no query kind asks it)."""
+    from faithgrpo.rewards.calver.problem import prepare_problem
+    from faithgrpo.rewards.calver.reward import score_trace
+    from faithgrpo.rewards.text import extract_answer
+    from faithgrpo.tasks.causal.queries import grade_answer
+    from faithgrpo.tasks.certificates.gold import gold_trace
+    from faithgrpo.tasks.clear.records import to_problem
+
+    converted = 0
+    for record in RECORDS:
+        problem = to_problem(record)
+        kin = record["task_type"] == "2_node_relation" and record["question_type"] == "YN"
+        relation = next((r for r in ("ancestors", "descendants") if r in record["question"]), None)
+        if not (kin and relation) or record["graph_type"] not in ("DAG", "DG", "ADMG"):
+            assert problem is None, (record["task_type"], record["question_type"], record["question"])
+            continue
+        w, v = re.findall(r"node (\w+)", record["question"])
+        if w == v:  # not an ancestor of itself: the judge's "No." is a definition, not a derivation
+            assert problem is None
+            continue
+        assert problem is not None and problem["query"]["kind"] == "directed_path", record["question"]
+        expected = (w, v) if relation == "ancestors" else (v, w)
+        assert (problem["query"]["treatment"], problem["query"]["outcome"]) == expected
+        # the oracle, not the judge: the description's directed edges (X->Y; X<->Y does not match)
+        d = nx.DiGraph(re.findall(r"(\w+)->(\w+)", record["description"]))
+        d.add_nodes_from(expected)
+        reach = nx.has_path(d, *expected)
+        assert grade_answer(problem, "yes") is reach and grade_answer(problem, "no") is (not reach)
+        assert judge(record, "Yes." if reach else "No.") is True
+        trace = gold_trace(problem, rng=0)
+        assert score_trace(trace, prepare_problem(problem)).total == 6
+        assert extract_answer(trace).strip().lower() == ("yes" if reach else "no")
+        converted += 1
+    assert converted >= 20

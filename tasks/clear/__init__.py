@@ -68,7 +68,7 @@ endpoint, claimed paths written from the end back to the start, claimed closed w
 a node, and enumerations over the caps.
 
 Public API: :func:`read_question` (a typed :class:`ClearQuestion`), :func:`judge`,
-:func:`listed_answers`, :func:`to_problem` (adjustment-set and separation records as causal
+:func:`listed_answers`, :func:`to_problem` (records whose question is a query kind's, as causal
 problems that CALVER scores), :func:`load_records`, :func:`evaluate_file`, :func:`format_summary`,
 :func:`judge_report`, :func:`format_report` (``faithgrpo clear-judge``), :func:`parse_description`.
 Every parser is bounded (length caps before any regex), nothing is evaluated, and :func:`judge`

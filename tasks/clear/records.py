@@ -44,18 +44,26 @@ __all__ = [
 # ---------------------------------------------------------------------------------------------
 # CLEAR -> CALVER problems
 def to_problem(record: Mapping[str, Any]) -> dict[str, Any] | None:
-    """A CLEAR adjustment-set or separation record as a causal problem that CALVER scores.
+    """A CLEAR record as a causal problem that CALVER scores, where its question is a query kind's.
 
     Converted: FO records of ``backdoor_adjustment_set`` (any/minimal/maximal),
     ``frontdoor_adjustment_set`` (any/minimal/maximal) and ``d-separation`` (any/minimal) become
     ``backdoor_set`` / ``frontdoor_set`` / ``dsep_set`` (DAG) or ``msep_set`` (ADMG) queries, and
     d-separation YN records (``Are node A and node B d-separated by nodeset {...}?``) become
-    ``ci_test`` queries. A variant is written only when it is not ``"any"``; a combination that
-    :mod:`faithgrpo.tasks.causal.queries` does not accept yet (``check_query`` raises) gives ``None``.
+    ``ci_test`` queries. Reachability becomes ``directed_path`` (yes/no: is there a directed path
+    from treatment to outcome): ``directed_path`` EX records (``Is there a directed path from X to
+    Y?``) and the ancestor / descendant YN records of ``2_node_relation`` (``Is node W one of
+    ancestors of node V?`` asks for a directed path W to V; descendants, V to W). ``cycle`` FO
+    records (``Find one cycle in this graph.``) become ``cycle`` queries. A variant is written only
+    when it is not ``"any"``; a combination that :mod:`faithgrpo.tasks.causal.queries` does not
+    accept (``check_query`` raises) gives ``None``.
 
-    Not converted (``None``): backdoor/frontdoor YN records, since no query kind asks whether a
-    *given* set is valid; front-door records whose treatment has no directed path to the outcome
-    (the judge leaves them open too); every other task or question type.
+    Not converted (``None``), because no query kind asks the question: backdoor/frontdoor YN
+    records (whether a *given* set is valid), front-door records whose treatment has no directed
+    path to the outcome (the judge leaves them open too), questions about a *given* path, cycle or
+    order (YN, MC), counts and lists (HM, FA), parents and children (an edge, not a derivation),
+    triples, edges, nodes, topological orders, sinks, Markov equivalence, identification and the
+    C-component / C-forest / C-tree types (docs/clear.md, "CALVER problems from CLEAR").
 
     Returns:
         ``{"graph", "query", "text", "mode": "supplied", "clear": {"uid", "sid", "task_type",
@@ -63,10 +71,12 @@ def to_problem(record: Mapping[str, Any]) -> dict[str, Any] | None:
         ``None``.
     """
     q = read_question(record)
-    if q is None or q.question_type not in ("FO", "YN") or not is_supported(q):
+    if q is None or q.question_type not in ("FO", "YN", "EX") or not is_supported(q):
         return None
     g = q.graph
     query: dict[str, Any]
+    if q.question_type == "EX" and q.task_type != "directed_path":
+        return None
     if q.task_type in ADJUSTMENT_TASKS and q.question_type == "FO":
         kind = "backdoor_set" if q.task_type == "backdoor_adjustment_set" else "frontdoor_set"
         query = {"kind": kind, "treatment": q.x, "outcome": q.y}
@@ -76,6 +86,23 @@ def to_problem(record: Mapping[str, Any]) -> dict[str, Any] | None:
     elif q.task_type == "d-separation" and isinstance(q.claim, frozenset):
         kind = "ci_test"
         query = {"kind": kind, "x": q.x, "y": q.y, "given": sorted(q.claim, key=node_sort_key)}
+    elif q.task_type == "directed_path" and q.question_type == "EX":
+        kind = "directed_path"
+        query = {"kind": kind, "treatment": q.x, "outcome": q.y}
+    elif (
+        q.task_type == "2_node_relation"
+        and q.question_type == "YN"
+        and q.relation in ("ancestors", "descendants")
+        and isinstance(q.claim, str)
+        and q.claim != q.node
+    ):
+        # W is an ancestor of V exactly when a directed path runs W -> ... -> V
+        start, end = (q.claim, q.node) if q.relation == "ancestors" else (q.node, q.claim)
+        kind = "directed_path"
+        query = {"kind": kind, "treatment": start, "outcome": end}
+    elif q.task_type == "cycle" and q.question_type == "FO":
+        kind = "cycle"
+        query = {"kind": kind}
     else:
         return None
     if q.variant != "any":

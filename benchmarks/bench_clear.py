@@ -47,7 +47,9 @@ def main() -> None:
     parser.add_argument("--records", type=Path, default=DEFAULT)
     parser.add_argument("--repeats", type=int, default=3, help="timed passes; the fastest of each is kept")
     parser.add_argument(
-        "--structure", action="store_true", help="also the eleven structure types (tests/clear_records_more.py)"
+        "--structure",
+        action="store_true",
+        help="also the eleven structure types (tests/clear_records_more.py)",
     )
     args = parser.parse_args()
     records = [json.loads(line) for line in args.records.read_text().splitlines() if line.strip()]

@@ -46,7 +46,7 @@ import torch
 from faithgrpo.rewards.cros.completions import parse_completion
 from faithgrpo.rewards.cros.reward import CRoSReward
 from faithgrpo.rewards.steps import apply_permutation, scramble_permutations, scramble_seed, step_spans
-from faithgrpo.rewards.text import prompt_text
+from faithgrpo.text import prompt_text
 
 NODES = "ABCDEFGH"
 

@@ -39,7 +39,7 @@ from faithgrpo.eval.generation.cache import CompletionRecord, read_completions, 
 from faithgrpo.eval.generation.settings import SamplingSettings  # noqa: E402
 from faithgrpo.eval.metrics.passk import pass_at_k_table  # noqa: E402
 from faithgrpo.eval.report.sections import count_task  # noqa: E402
-from faithgrpo.rewards.text import extract_answer  # noqa: E402
+from faithgrpo.text import extract_answer  # noqa: E402
 
 
 def causal_rows(n: int, seed: int) -> list[dict]:

@@ -18,8 +18,8 @@ calver_certified  ``calver_certified_reward``     ``rewards/calver/reward.py`` (
 
 from importlib import import_module
 
-# Names load on first use: this package stays torch-free, and faithgrpo.tasks (which the scorer
-# modules import) can import faithgrpo.rewards.text without a cycle through this file.
+# Names load on first use: importing one reward loads its own module only, and this package stays
+# torch-free (CRoS needs torch).
 _EXPORTS = {
     "REWARD_NAMES": "registry",
     "get_reward_funcs": "registry",

@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from faithgrpo.rewards.diagnostics import log_reasons
-from faithgrpo.rewards.text import ANSWER_CLOSE, ANSWER_OPEN, THINK_CLOSE, THINK_OPEN, completion_text
 from faithgrpo.rewards.trace import SLOT_NAMES, parse_query_call, parse_trace
+from faithgrpo.text import ANSWER_CLOSE, ANSWER_OPEN, THINK_CLOSE, THINK_OPEN, completion_text
 
 MAX_COMPLETION_CHARS = 20_000
 MAX_STRATEGY_CHARS = 300

@@ -26,7 +26,7 @@ import json
 from typing import Any
 
 from faithgrpo.rewards.diagnostics import log_reasons, log_value
-from faithgrpo.rewards.text import completion_text, extract_answer
+from faithgrpo.text import completion_text, extract_answer
 
 MAX_ANSWER_CHARS = 4_000
 # reasoning-gym tasks whose answers must commit to one answer: an answer that offers

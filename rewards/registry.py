@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from faithgrpo.rewards.text import completion_text
+from faithgrpo.text import completion_text
 
 REWARD_NAMES = ("outcome", "format", "trace_format", "cros", "calver", "calver_gated", "calver_certified")
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from faithgrpo.rewards.calver.problem import CalverProblem, prepare_problem
 from faithgrpo.rewards.calver.reward import score_trace
-from faithgrpo.rewards.text import completion_text, extract_answer
+from faithgrpo.text import completion_text, extract_answer
 
 __all__ = ["best_of_k_index", "normalized_answer", "plurality", "plurality_index", "select_best_of_k"]
 

@@ -150,7 +150,7 @@ def naive_delta(model, tok, prompt, completion: str, num_scrambles: int, seed: i
     """Δ with `naive_logprob`, from the completion text (``<think>`` reasoning, ``<answer>`` span
     without its outer whitespace)."""
     from faithgrpo.rewards.steps import apply_permutation, scramble_permutations, scramble_seed, step_spans
-    from faithgrpo.rewards.text import prompt_text
+    from faithgrpo.text import prompt_text
 
     if prompt_ids is None:
         if isinstance(prompt, list):

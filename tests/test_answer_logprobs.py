@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from faithgrpo.eval.metrics.logprobs import answer_logprobs
-from faithgrpo.rewards.text import prompt_text
+from faithgrpo.text import prompt_text
 
 
 def _naive(model, tokenizer, prompt, completion):

@@ -440,7 +440,15 @@ CONVERTED = [(r, to_problem(r)) for r in JUDGED if to_problem(r) is not None]
 
 def test_to_problem_converts_adjustment_separation_reachability_and_cycle_records():
     kinds = {p["query"]["kind"] for _, p in CONVERTED}
-    assert {"backdoor_set", "frontdoor_set", "dsep_set", "msep_set", "ci_test", "directed_path", "cycle"} <= kinds
+    assert {
+        "backdoor_set",
+        "frontdoor_set",
+        "dsep_set",
+        "msep_set",
+        "ci_test",
+        "directed_path",
+        "cycle",
+    } <= kinds
     assert any(p["query"].get("variant") == "minimal" for _, p in CONVERTED)
     for r, p in CONVERTED:
         assert p["mode"] == "supplied" and "Query:" in p["text"]
@@ -493,8 +501,8 @@ def test_converted_problems_take_certified_gold_traces():
     """On every converted record the gold trace is 6/6 and, for find-one records, the judge accepts its answer."""
     from faithgrpo.rewards.calver.problem import prepare_problem
     from faithgrpo.rewards.calver.reward import score_trace
-    from faithgrpo.rewards.text import extract_answer
     from faithgrpo.tasks.certificates.gold import gold_trace
+    from faithgrpo.text import extract_answer
 
     for record, problem in CONVERTED:
         trace = gold_trace(problem, rng=0)
@@ -511,8 +519,8 @@ def test_cheap_traces_on_converted_reachability_and_cycle_problems_stay_below_fu
     its DERIVATION emptied, and the gold trace whose GRAPH slot drops an edge."""
     from faithgrpo.rewards.calver.problem import prepare_problem
     from faithgrpo.rewards.calver.reward import score_trace
-    from faithgrpo.rewards.text import extract_answer
     from faithgrpo.tasks.certificates.gold import gold_trace
+    from faithgrpo.text import extract_answer
 
     tried = 0
     for _, problem in CONVERTED:
@@ -562,7 +570,9 @@ def test_to_problem_skips_what_queries_do_not_accept():
                                "Find one cycle in this graph.", graph_type="DG"))  # fmt: skip
     assert two_cycle["query"] == {"kind": "cycle"} and two_cycle["graph"]["type"] == "DG"
     dag = "Given a DAG (directed acyclic graph) with nodes A, B and directed edges A->B."
-    assert to_problem(rec("cycle", "FO", dag, "Find one cycle in this graph.")) is None  # cycle queries need a DG
+    assert (
+        to_problem(rec("cycle", "FO", dag, "Find one cycle in this graph.")) is None
+    )  # cycle queries need a DG
     path = to_problem(rec("directed_path", "EX", dag, "Is there a directed path from B to A?"))
     assert path["query"] == {"kind": "directed_path", "treatment": "B", "outcome": "A"}
     assert grade_answer(path, "no") is True and grade_answer(path, "yes") is False

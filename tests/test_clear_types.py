@@ -436,10 +436,10 @@ def test_ancestor_and_descendant_questions_become_reachability_problems_that_agr
     judge's answer. Every other structure question converts to nothing (no query kind asks it)."""
     from faithgrpo.rewards.calver.problem import prepare_problem
     from faithgrpo.rewards.calver.reward import score_trace
-    from faithgrpo.rewards.text import extract_answer
     from faithgrpo.tasks.causal.queries import grade_answer
     from faithgrpo.tasks.certificates.gold import gold_trace
     from faithgrpo.tasks.clear.records import to_problem
+    from faithgrpo.text import extract_answer
 
     converted = 0
     for record in RECORDS:

@@ -20,10 +20,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from faithgrpo.rewards.cros.completions import UNDEFINED_REASONS, parse_completion
+from faithgrpo.rewards.cros.ranking import average_ranks, group_ids, group_rank_normalize, rank_normalize
 from faithgrpo.rewards.cros.reward import CRoSReward
-from faithgrpo.rewards.ranking import average_ranks, group_ids, group_rank_normalize, rank_normalize
 from faithgrpo.rewards.steps import apply_permutation, scramble_permutations, scramble_seed, step_spans
-from faithgrpo.rewards.text import completion_text, extract_answer
+from faithgrpo.text import completion_text, extract_answer
 
 
 @pytest.fixture(scope="module")

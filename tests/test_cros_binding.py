@@ -20,8 +20,8 @@ from trainer_helpers import tiny_run_args
 from trl import GRPOTrainer
 
 from faithgrpo.rewards.cros.reward import CRoSReward
-from faithgrpo.rewards.text import completion_text
 from faithgrpo.testing import tiny_causal_lm
+from faithgrpo.text import completion_text
 from faithgrpo.trainers import FaithGRPOTrainer, InitialWeights
 
 PROMPT = [{"role": "user", "content": "Question: adjust?"}]

@@ -19,9 +19,9 @@ def _scripted_eval(tiny_llama, monkeypatch, tmp_path, **overrides):
     from faithgrpo.eval.generation import backends, checkpoints
     from faithgrpo.eval.metrics.hints import build_hint_pairs
     from faithgrpo.eval.report.adapters import hint_questions, task_rows
-    from faithgrpo.rewards.text import extract_answer
     from faithgrpo.tasks.certificates.gold import gold_trace
     from faithgrpo.tasks.knights_knaves.gold import gold_kk_trace
+    from faithgrpo.text import extract_answer
 
     options = dict(tasks="causal_graph,knights_knaves", samples=4, prompts=3, hint_questions=2, seed=0)
     options.update(overrides)

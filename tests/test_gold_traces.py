@@ -12,7 +12,6 @@ import pytest
 
 from faithgrpo.rewards.calver.reward import score_trace
 from faithgrpo.rewards.steps import split_steps
-from faithgrpo.rewards.text import extract_think
 from faithgrpo.rewards.trace import parse_trace
 from faithgrpo.tasks import graphs as C
 from faithgrpo.tasks.causal.datasets import (
@@ -27,6 +26,7 @@ from faithgrpo.tasks.certificates.gold import gold_trace
 from faithgrpo.tasks.graphs.edges import parse_graph, parse_path
 from faithgrpo.tasks.graphs.model import CausalGraph, GraphParseError
 from faithgrpo.tasks.graphs.strata import stratum_table
+from faithgrpo.text import extract_think
 
 _ARROW_CHAIN = re.compile(r"[A-Za-z0-9_]+(?:\s*(?:<->|->|<-)\s*[A-Za-z0-9_]+)+")
 

@@ -144,6 +144,35 @@ def test_no_import_cycle():
     )
 
 
+# Floors, lowest first: a module imports only from its own floor or below (function-level and
+# TYPE_CHECKING imports included). The root's helpers (text, models, ...) are the bottom floor.
+FLOORS = ("faithgrpo", "faithgrpo.tasks", "faithgrpo.rewards", "faithgrpo.eval", "faithgrpo.trainers",
+          "faithgrpo.integrations", "faithgrpo.cli")  # fmt: skip
+
+
+def floor_of(name: str) -> int:
+    """The index in `FLOORS` of the longest floor that ``name`` is or lies under."""
+    owners = [i for i, f in enumerate(FLOORS) if name == f or name.startswith(f + ".")]
+    return max(owners, key=lambda i: len(FLOORS[i]))
+
+
+def upward_imports(graph: nx.DiGraph) -> list[str]:
+    """``a -> b`` for every import of a module on a higher floor."""
+    return sorted(f"{a} -> {b}" for a, b in graph.edges if floor_of(b) > floor_of(a))
+
+
+def test_upward_import_check_finds_a_fabricated_one():
+    graph = nx.DiGraph(
+        [("faithgrpo.tasks.mix", "faithgrpo.rewards.outcome"), ("faithgrpo.eval.x", "faithgrpo.text")]
+    )
+    assert upward_imports(graph) == ["faithgrpo.tasks.mix -> faithgrpo.rewards.outcome"]
+
+
+def test_imports_only_go_down():
+    bad = upward_imports(import_graph(MODULES))
+    assert not bad, "imports of a higher floor (" + " < ".join(FLOORS) + "): " + "; ".join(bad)
+
+
 def private_imports(modules: dict[str, Path]) -> list[str]:
     """``file:line from module import _name`` for each private name imported from a faithgrpo module."""
     bad = []

@@ -59,7 +59,7 @@ def recipe():
 
 def length_reward(completions, **kwargs):
     """A reward that differs within groups even for a random tiny model, so the adapters do train."""
-    from faithgrpo.rewards.text import completion_text
+    from faithgrpo.text import completion_text
 
     return [len(completion_text(c)) / 40 for c in completions]
 

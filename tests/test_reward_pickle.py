@@ -108,10 +108,13 @@ def _async_worker_scores(payload: bytes) -> list:
 
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     warnings.simplefilter("ignore")
-    from trl.experimental.async_grpo.async_rollout_worker import RolloutGroup, TrainingSequence, _AsyncRolloutLoop
-    from trl.trainer.utils import get_callable_name
-
     from accelerate import PartialState
+    from trl.experimental.async_grpo.async_rollout_worker import (
+        RolloutGroup,
+        TrainingSequence,
+        _AsyncRolloutLoop,
+    )
+    from trl.trainer.utils import get_callable_name
 
     PartialState()  # as the worker's child does first (its logging needs the state)
     rewards = pickle.loads(payload)

@@ -322,4 +322,3 @@ def test_bench_rollout_compute_bound_by_hand():
     assert bound["mean_context"] == 8  # 6 prompt tokens + 4 / 2
     assert bound["flops_per_token"] == 2 * 184 + 4 * 1 * 2 * 2 * 8
     assert bound["tokens_per_second_bound"] == round(1e9 / (2 * 184 + 128), 1)
-

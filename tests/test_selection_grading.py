@@ -97,8 +97,8 @@ def _hand_pool(completions, confidences):
 
 def test_best_of_k_selectors_hand_case():
     from faithgrpo.eval.selection.selectors import run_selection
-    from faithgrpo.rewards.text import extract_answer
     from faithgrpo.tasks.certificates.gold import gold_trace
+    from faithgrpo.text import extract_answer
 
     gold = gold_trace(BACKDOOR, plain=True)
     assert extract_answer(gold) == "{U}"
@@ -185,8 +185,8 @@ def _wrong(problem):
 
 def _scripted(problem):
     """[wrong, wrong, gold trace, listed answer without a trace]: CALVER finds the gold, plurality the wrong."""
-    from faithgrpo.rewards.text import extract_answer
     from faithgrpo.tasks.certificates.gold import gold_trace
+    from faithgrpo.text import extract_answer
 
     gold = gold_trace(problem, rng=0)
     return [_wrong(problem), _wrong(problem), gold, f"<answer>{extract_answer(gold)}</answer>"]

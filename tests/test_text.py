@@ -11,7 +11,7 @@ from hostile_inputs import hostile_inputs
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from faithgrpo.rewards.text import Tag, count_tags, extract_answer, extract_think, tag_spans
+from faithgrpo.text import Tag, count_tags, extract_answer, extract_think, tag_spans
 
 # ----------------------------------------------------------------------------- references
 # Brute force over every offset with str.startswith: independent of find/rfind and of any regex.
@@ -169,7 +169,7 @@ def test_nested_answer_megabyte_reads_from_the_innermost_opening_tag():
 
 
 @pytest.mark.parametrize(
-    "module", ["rewards.text", "rewards.steps", "rewards.format", "rewards.outcome", "rewards.ranking"]
+    "module", ["text", "rewards.steps", "rewards.format", "rewards.outcome", "rewards.cros.ranking"]
 )
 def test_docstring_examples(module):
     mod = importlib.import_module(f"faithgrpo.{module}")

@@ -13,8 +13,8 @@ from trl import RLOOConfig
 
 from faithgrpo.rewards.cros.reward import CRoSReward
 from faithgrpo.rewards.registry import REWARD_NAMES, get_reward_funcs
-from faithgrpo.rewards.text import completion_text
 from faithgrpo.testing import tiny_causal_lm
+from faithgrpo.text import completion_text
 from faithgrpo.trainers import FaithGRPOTrainer, FaithRLOOTrainer
 
 PROBLEM = json.dumps(

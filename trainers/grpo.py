@@ -24,14 +24,12 @@ trainer itself runs FSDP only on GPUs (accelerate enables it only there), and th
 not run here (no DeepSpeed, no GPU).
 
 Memory on CPU: TRL's fused LM head (``add_fused_lm_head``) projects hidden states through the
-vocabulary in ``[tokens, 32768]`` fp32 tiles and, on devices without Triton, scores *every* position
-of prompt + completion, although only the completion's labels count. For the CPU demo (4 sequences
-of ~576 tokens, ~120 of them completion, a 49,152-token vocabulary) the tile temporaries of that
-loss forward and backward peak at about 2.8 GiB. Both trainers therefore run TRL's log-prob pass on
-CPU with only the labelled positions projected (the compact path TRL takes on Triton devices) and
-8,192-column vocabulary tiles (:func:`compact_cpu_lm_head`): the same log-probabilities and
-gradients up to float rounding, about 0.4 GiB of temporaries and a fifth of the head's arithmetic
-(the demo's GRPO process peak RSS: 4.99 GB -> 2.98 GB).
+vocabulary in wide fp32 tiles and, on devices without Triton, scores *every* position of prompt +
+completion, although only the completion's labels count. Both trainers therefore run TRL's log-prob
+pass on CPU with only the labelled positions projected (the compact path TRL takes on Triton
+devices) and narrower vocabulary tiles (:func:`compact_cpu_lm_head`): the same log-probabilities and
+gradients up to float rounding, with a fraction of the temporaries and of the head's arithmetic
+(measured in docs/performance.md, "Memory").
 """
 
 from __future__ import annotations

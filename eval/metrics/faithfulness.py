@@ -286,7 +286,7 @@ def truncation_analysis(
     """
     from faithgrpo.rewards.cros.completions import parse_completion
     from faithgrpo.rewards.steps import MAX_REASONING_CHARS, step_spans
-    from faithgrpo.rewards.text import completion_text
+    from faithgrpo.text import completion_text
 
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")

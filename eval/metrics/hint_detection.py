@@ -73,7 +73,7 @@ def parse_option_letter(text: Any, n_options: int = 4, options: Sequence[str] | 
         >>> parse_option_letter("<answer>A or B</answer>") is None
         True
     """
-    from faithgrpo.rewards.text import completion_text, extract_answer
+    from faithgrpo.text import completion_text, extract_answer
 
     valid = LETTERS[: max(0, min(int(n_options), len(LETTERS)))]
     raw = completion_text(text)[-MAX_COMPLETION_CHARS:]
@@ -143,7 +143,7 @@ _VERBALISATION_RE = {
 
 def hint_cot(text: Any) -> str:
     """The chain of thought a detector reads: the ``<think>`` content, else the text before ``<answer>``."""
-    from faithgrpo.rewards.text import completion_text, extract_think
+    from faithgrpo.text import completion_text, extract_think
 
     raw = completion_text(text)[:MAX_COMPLETION_CHARS]
     think = extract_think(raw)

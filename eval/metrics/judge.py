@@ -165,7 +165,7 @@ def cot_judge_prompt(problem: Any, completion: Any) -> list[dict[str, str]]:
         True
     """
     from faithgrpo.eval.metrics.hint_detection import hint_cot
-    from faithgrpo.rewards.text import completion_text, extract_answer
+    from faithgrpo.text import completion_text, extract_answer
 
     text = completion_text(completion)
     answer = extract_answer(text)

@@ -53,7 +53,7 @@ def forward_params(model) -> tuple[frozenset[str], bool]:
 
 
 def prompt_ids(tokenizer, prompt: Any) -> list[int]:
-    from faithgrpo.rewards.text import prompt_text
+    from faithgrpo.text import prompt_text
 
     conversational = isinstance(prompt, (list, tuple)) and prompt and all(isinstance(m, dict) for m in prompt)
     if conversational and getattr(tokenizer, "chat_template", None):
@@ -160,7 +160,7 @@ def completion_logprobs(
         >>> [v < 0 for v in completion_logprobs(model, tokenizer, [("Q?", "yes")], progress=False)]
         [True]
     """
-    from faithgrpo.rewards.text import completion_text
+    from faithgrpo.text import completion_text
 
     rows: list[ScoredRow] = []
     cache: dict[str, list[int]] = {}
@@ -207,8 +207,8 @@ def mean_logprobs(
 
 def _answer_span(text: str) -> tuple[int, int] | None:
     """Character span of the last ``<answer>`` content, whitespace trimmed; ``None`` when empty or absent."""
-    from faithgrpo.rewards.text import ANSWER_CLOSE as CLOSE
-    from faithgrpo.rewards.text import ANSWER_OPEN as OPEN
+    from faithgrpo.text import ANSWER_CLOSE as CLOSE
+    from faithgrpo.text import ANSWER_OPEN as OPEN
 
     close = text.rfind(CLOSE)
     open_ = text.rfind(OPEN, 0, close) if close >= 0 else -1
@@ -271,7 +271,7 @@ def answer_logprobs(
         ...                 progress=False)[1] is None
         True
     """
-    from faithgrpo.rewards.text import completion_text
+    from faithgrpo.text import completion_text
 
     rows: list[ScoredRow] = []
     prompt_cache: dict[str, list[int]] = {}
@@ -303,8 +303,8 @@ def sampled_answer_logprob(tokenizer, token_ids: list[int], logprobs: list[float
         >>> sampled_answer_logprob(tok, ids, [-1.0] * len(ids)), sampled_answer_logprob(tok, ids[:2], [-1.0] * 2)
         (-1.0, None)
     """
-    from faithgrpo.rewards.text import ANSWER_CLOSE as CLOSE
-    from faithgrpo.rewards.text import ANSWER_OPEN as OPEN
+    from faithgrpo.text import ANSWER_CLOSE as CLOSE
+    from faithgrpo.text import ANSWER_OPEN as OPEN
 
     text = tokenizer.decode(token_ids, skip_special_tokens=True)
     close = text.rfind(CLOSE)

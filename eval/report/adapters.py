@@ -98,7 +98,7 @@ def answer_checker(row: dict[str, Any]):
     answers a lot, so each distinct span is graded once.
     """
     from faithgrpo.rewards.outcome import grade_row
-    from faithgrpo.rewards.text import extract_answer
+    from faithgrpo.text import extract_answer
 
     verdicts: dict[str | None, bool] = {}
 

@@ -258,7 +258,7 @@ def grader(question: Question) -> Callable[[str], tuple[bool, bool]]:
     listed answer (any listed member for CLEAR; the unique solution for Knights & Knaves, where the
     two gradings agree). Both read only the last ``<answer>``.
     """
-    from faithgrpo.rewards.text import extract_answer
+    from faithgrpo.text import extract_answer
 
     if question.family == "clear":
         from faithgrpo.tasks.causal.queries import normalize_answer

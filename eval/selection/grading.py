@@ -86,7 +86,7 @@ def _causal_structure(text: str, prepared, score) -> int:
 def _causal_features(text: str, prepared, confidence: float | None) -> Features:
     from faithgrpo.rewards.calver.reward import score_trace
     from faithgrpo.rewards.selection import normalized_answer
-    from faithgrpo.rewards.text import extract_answer
+    from faithgrpo.text import extract_answer
 
     constructed = prepared.mode == "constructed"
     score = score_trace(text, prepared, verify_on="trace" if constructed else "problem")
@@ -99,10 +99,10 @@ def _causal_features(text: str, prepared, confidence: float | None) -> Features:
 
 def _kk_features(text: str, puzzle, confidence: float | None) -> Features:
     from faithgrpo.rewards.selection import normalized_answer
-    from faithgrpo.rewards.text import extract_answer
     from faithgrpo.tasks.knights_knaves.checker import check_kk_trace
     from faithgrpo.tasks.knights_knaves.claims import parse_kk_claim
     from faithgrpo.tasks.knights_knaves.trace import parse_kk_trace, trace_slot
+    from faithgrpo.text import extract_answer
 
     check = check_kk_trace(text, puzzle)
     derivation, _ = trace_slot(parse_kk_trace(text), "DERIVATION")

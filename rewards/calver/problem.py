@@ -18,7 +18,7 @@ from typing import Any
 
 from faithgrpo.rewards.trace import DEFAULT_MAX_CHARS
 from faithgrpo.tasks import graphs as C
-from faithgrpo.tasks.causal.queries import load_problem_text, valid_value
+from faithgrpo.tasks.causal.queries import MODES, load_problem_text, valid_value
 from faithgrpo.tasks.causal.query_kinds import QUERY_KINDS, QueryKind
 from faithgrpo.tasks.certificates.claim_checks import derivation_context
 from faithgrpo.tasks.certificates.derivation import DEFAULT_MAX_PATHS
@@ -28,7 +28,6 @@ from faithgrpo.tasks.graphs.model import CausalGraph, GraphParseError
 
 GRAPH_CHECKS = ("exact", "query_local")
 VERIFY_ON = ("problem", "trace")
-MODES = ("supplied", "constructed")
 
 DEFAULT_MAX_SLOT_CHARS = 16_000
 DEFAULT_MAX_STRATEGY_CHARS = 300

@@ -99,11 +99,11 @@ from faithgrpo.rewards.calver.problem import (
     prepare_problem,
 )
 from faithgrpo.rewards.diagnostics import log_value
-from faithgrpo.rewards.text import completion_text
 from faithgrpo.rewards.trace import DEFAULT_MAX_CHARS, SLOT_NAMES, parse_trace
 from faithgrpo.tasks.certificates.derivation import DEFAULT_MAX_PATHS
 from faithgrpo.tasks.graphs.edges import MAX_EDGES, MAX_NODES
 from faithgrpo.tasks.graphs.model import CausalGraph
+from faithgrpo.text import completion_text
 
 __all__ = [
     "CHECK_NAMES",

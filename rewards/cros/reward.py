@@ -32,7 +32,7 @@ Conventions fixed here:
 
 Where each part lives: parsing, scrambles, Δ and the TRL call here; the reference's log-probabilities
 in `faithgrpo.rewards.cros.scoring`; binding and checking the reference in
-`faithgrpo.rewards.cros.reference`; rank normalisation in `faithgrpo.rewards.ranking`.
+`faithgrpo.rewards.cros.reference`; rank normalisation in `faithgrpo.rewards.cros.ranking`.
 """
 
 from __future__ import annotations
@@ -48,9 +48,9 @@ from typing import Any
 import torch
 
 from faithgrpo.rewards.cros.completions import UNDEFINED_REASONS, CRoSScore, parse_completion
+from faithgrpo.rewards.cros.ranking import gathered_group_rank_normalize
 from faithgrpo.rewards.cros.reference import REFERENCE_FIXES, ReferenceBinding
 from faithgrpo.rewards.cros.scoring import Pending, ReferenceScorer, is_conversational
-from faithgrpo.rewards.ranking import gathered_group_rank_normalize
 from faithgrpo.rewards.steps import (
     MAX_REASONING_CHARS,
     apply_permutation,
@@ -58,7 +58,7 @@ from faithgrpo.rewards.steps import (
     scramble_seed,
     step_spans,
 )
-from faithgrpo.rewards.text import completion_text, prompt_text
+from faithgrpo.text import completion_text, prompt_text
 
 __all__ = ["CRoSReward"]
 

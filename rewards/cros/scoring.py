@@ -39,7 +39,7 @@ from typing import Any
 
 import torch
 
-from faithgrpo.rewards.text import prompt_text
+from faithgrpo.text import prompt_text
 
 __all__ = ["ReferenceScorer", "is_dtensor", "is_sharded", "scored_span"]
 

@@ -40,10 +40,15 @@ from reasoning_gym.factory import DATASETS
 from faithgrpo.tasks import graphs as C
 from faithgrpo.tasks.bayesnets.ate import ate_candidates, coding_text, cpt_lines, reduce_for_ate
 from faithgrpo.tasks.bayesnets.networks import DEFAULT_NETWORKS, NETWORKS, BayesNet, load_network
-from faithgrpo.tasks.causal.datasets import CausalProblemDataset, check_query_settings
+from faithgrpo.tasks.causal.datasets import (
+    ANSWER_CHOICES,
+    YES_NO_KINDS,
+    CausalProblemDataset,
+    check_query_settings,
+)
 from faithgrpo.tasks.causal.prompts import answer_format, graph_description, problem_text, question_text
-from faithgrpo.tasks.causal.queries import format_query
-from faithgrpo.tasks.causal.query_builders import BUILDERS
+from faithgrpo.tasks.causal.queries import MODES, format_query
+from faithgrpo.tasks.causal.query_builders import BUILDERS, MAX_CHECKS
 from faithgrpo.tasks.causal.query_kinds import QUERY_KINDS
 from faithgrpo.tasks.causal.stories import story_text
 
@@ -59,10 +64,6 @@ __all__ = [
 BN_KINDS = (
     "backdoor_set", "frontdoor_set", "dsep_set", "msep_set", "ci_test", "directed_path", "mediator", "ate",
 )  # fmt: skip
-_YES_NO = ("ci_test", "directed_path", "ate")
-_MODES = ("supplied", "constructed")
-_CHOICES = 16  # valid answers the listed answer is drawn from
-_MAX_CHECKS = 512  # candidate subsets examined when listing them
 _PAIRS_PER_CALL = 40  # (X, Y) candidates an ate search examines per call (as the other builders)
 _PREFERENCE_TRIES = 5  # calls after a non-preferred query before settling for it
 _ADMIT_ATTEMPTS = 30  # builder calls of the admission search per (kind, answer)
@@ -92,7 +93,7 @@ class CausalBNConfig:
     seed: int | None = None
     networks: tuple[str, ...] = DEFAULT_NETWORKS
     query_kinds: tuple[str, ...] | None = None
-    modes: tuple[str, ...] = _MODES
+    modes: tuple[str, ...] = MODES
     set_variants: tuple[str, ...] = ("any", "minimal")
     ate_margin: float = 0.05
     ate_max_variables: int = 12
@@ -131,8 +132,8 @@ class CausalBNConfig:
                 raise ValueError(
                     f"query kinds {bad} are not drawn on Bayesian networks{why}; choose from {list(BN_KINDS)}"
                 )
-        if not isinstance(self.modes, tuple) or not self.modes or any(m not in _MODES for m in self.modes):
-            raise ValueError(f"modes must be a non-empty subset of {_MODES}, got {self.modes!r}")
+        if not isinstance(self.modes, tuple) or not self.modes or any(m not in MODES for m in self.modes):
+            raise ValueError(f"modes must be a non-empty subset of {MODES}, got {self.modes!r}")
         check_query_settings(self.set_variants, self.ate_margin)
         if (
             not isinstance(self.ate_max_variables, int)
@@ -182,7 +183,7 @@ def _ate_query(net: BayesNet, x: str, y: str, rng: random.Random, cfg: CausalBNC
     except ValueError:
         return None  # e.g. a parent row of X without mass on either state
     bd = {"kind": "backdoor_set", "treatment": x, "outcome": y}
-    sets = QUERY_KINDS["backdoor_set"].valid_answers(red.graph, bd, limit=_CHOICES, max_checks=1024)
+    sets = QUERY_KINDS["backdoor_set"].valid_answers(red.graph, bd, limit=ANSWER_CHOICES, max_checks=1024)
     if not sets or min(map(len, sets)) > _MAX_ATE_SET:
         return None
     try:  # positivity on every small set a gold trace or a model may adjust for
@@ -231,7 +232,7 @@ def _admission(name: str, set_variants: tuple[str, ...], ate_margin: float, ate_
                          ate_max_variables=ate_max_variables)  # fmt: skip
     out = {}
     for kind in BN_KINDS:
-        for target in (True, False) if kind in _YES_NO else (None,):
+        for target in (True, False) if kind in YES_NO_KINDS else (None,):
             rng = random.Random(
                 f"causal_bn-admit:{name}:{kind}:{target}:{set_variants}:{ate_margin}:{ate_max_variables}"
             )
@@ -292,7 +293,7 @@ def make_bn_problem(config: CausalBNConfig, rng: random.Random) -> tuple[dict, s
     net = load_network(name)
     kind = rng.choice(admitted)
     target = None
-    if kind in _YES_NO:
+    if kind in YES_NO_KINDS:
         target = rng.random() < 0.5
         if found[(kind, target)] is None:
             target = not target
@@ -301,7 +302,7 @@ def make_bn_problem(config: CausalBNConfig, rng: random.Random) -> tuple[dict, s
     query, red, _ = built
     graph, cpts = (red.graph, red.cpts) if red is not None else (net.graph, None)
     qk = QUERY_KINDS[kind]
-    value = rng.choice(qk.valid_answers(graph, query, limit=_CHOICES, max_checks=_MAX_CHECKS, cpts=cpts))
+    value = rng.choice(qk.valid_answers(graph, query, limit=ANSWER_CHOICES, max_checks=MAX_CHECKS, cpts=cpts))
     story = story_text(graph, rng, setting=NETWORKS[name].setting) if mode == "constructed" else None
     if red is not None:
         text = _ate_text(red, query, story)

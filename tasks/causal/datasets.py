@@ -32,7 +32,7 @@ from reasoning_gym.dataset import ProceduralDataset
 from reasoning_gym.factory import DATASETS
 
 from faithgrpo.tasks.causal.prompts import problem_text
-from faithgrpo.tasks.causal.queries import grade_answer
+from faithgrpo.tasks.causal.queries import MODES, grade_answer
 from faithgrpo.tasks.causal.query_builders import BUILDERS as _BUILDERS
 from faithgrpo.tasks.causal.query_builders import MAX_CHECKS as _MAX_CHECKS
 from faithgrpo.tasks.causal.query_kinds import QUERY_KINDS
@@ -68,11 +68,10 @@ _SET_VARIANT_KINDS = ("backdoor_set", "dsep_set", "msep_set")
 CAUSAL_DATASETS = ("causal_graph", "causal_story")
 # reasoning-gym datasets whose rows carry a problem JSON (the trace contract, CALVER): these two
 # and causal_bn (faithgrpo.tasks.bayesnets.datasets), which mixtures name like any reasoning-gym dataset
-MODES = ("supplied", "constructed")
 
 # Letters that read as variables; no I/O (look like digits) and no P (probabilities are P(...)).
 _LETTERS = "ABCDEFGHJKLMNQRSTUVWXYZ"
-_CHOICES = 16  # valid answers the listed answer is drawn from
+ANSWER_CHOICES = 16  # valid answers the listed answer is drawn from
 _PREFERENCE_TRIES = 5  # extra graphs drawn for a preferred (confounded) query before the fallback
 
 
@@ -244,7 +243,9 @@ def make_problem(config: CausalGraphConfig, rng: random.Random) -> tuple[dict, s
         )
     family, graph, theme, (query, cpts, _) = chosen
     qk = QUERY_KINDS[kind]
-    value = rng.choice(qk.valid_answers(graph, query, limit=_CHOICES, max_checks=_MAX_CHECKS, cpts=cpts))
+    value = rng.choice(
+        qk.valid_answers(graph, query, limit=ANSWER_CHOICES, max_checks=_MAX_CHECKS, cpts=cpts)
+    )
     answer = qk.format_answer(value)
     text = problem_text(
         graph, query, cpts=cpts, story=story_text(graph, rng, setting=theme.setting) if story else None

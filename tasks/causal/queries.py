@@ -78,13 +78,14 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from faithgrpo.rewards.text import extract_answer
 from faithgrpo.tasks.causal.answers import MEMO_TEXT_CHARS, QUOTES, format_set, parse_node_set
 from faithgrpo.tasks.causal.query_kinds import QUERY_KINDS, QueryKind
 from faithgrpo.tasks.causal.query_predicates import query_variant
 from faithgrpo.tasks.graphs.model import CausalGraph, node_sort_key
+from faithgrpo.text import extract_answer
 
 __all__ = [
+    "MODES",
     "format_query",
     "grade_answer",
     "load_problem",
@@ -94,6 +95,9 @@ __all__ = [
 ]
 
 MAX_QUERY_CHARS = 2_048
+#: A problem's ``mode``: the graph is in the prompt (``supplied``) or must be built from its text
+#: (``constructed``, graded against the hidden source graph).
+MODES = ("supplied", "constructed")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -11,8 +11,8 @@ where each bidirected edge ``a <-> b`` becomes a latent parent ``L -> a, L -> b`
 The separation routines run the same linear-time algorithms networkx uses for
 ``is_d_separator`` / ``is_minimal_d_separator`` / ``find_minimal_d_separator`` (Bayes-ball,
 Shachter 1998; van der Zander & Liśkiewicz 2020), but directly on the mixed graph's cached
-adjacency: networkx's versions cost 10-100 ms per call on 40-100-node graphs, over the CALVER
-latency budget. The tests check them against networkx on the canonical DAG and against brute-force
+adjacency, because networkx's versions are too slow per call for CALVER's latency budget on
+large graphs (docs/performance.md). The tests check them against networkx on the canonical DAG and against brute-force
 path enumeration. Backdoor and front-door criteria reduce to separation in graphs with some
 outgoing edges removed (Pearl 2009, §3.3).
 

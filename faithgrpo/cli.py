@@ -43,29 +43,31 @@ def _cmd_clear_eval(args: argparse.Namespace) -> int:
     """Judge every CLEAR record's listed answer; print counts per task type and question type."""
     from faithgrpo.tasks.clear.records import evaluate_file, format_summary
 
-    try:
-        summary = evaluate_file(args.path)
-    except FileNotFoundError:
-        print(f"error: No such file or directory: {args.path}", file=sys.stderr)
-        return 2
-    except (OSError, ValueError) as err:  # a directory without records, undecodable bytes
-        print(f"error: {' '.join(str(err).split())}", file=sys.stderr)
+    summary = _read_clear(evaluate_file, args.path)
+    if summary is None:
         return 2
     print(format_summary(summary))
     return 0
+
+
+def _read_clear(read, path: str):
+    """``read(path)``, or None after one error line (a missing path, a folder without records,
+    undecodable bytes)."""
+    try:
+        return read(path)
+    except FileNotFoundError:
+        print(f"error: No such file or directory: {path}", file=sys.stderr)
+    except (OSError, ValueError) as err:
+        print(f"error: {' '.join(str(err).split())}", file=sys.stderr)
+    return None
 
 
 def _cmd_clear_judge(args: argparse.Namespace) -> int:
     """The CLEAR judge report: decided / accepted per type, then every record it disagrees with."""
     from faithgrpo.tasks.clear.records import format_report, judge_report
 
-    try:
-        report = judge_report(args.path)
-    except FileNotFoundError:
-        print(f"error: No such file or directory: {args.path}", file=sys.stderr)
-        return 2
-    except (OSError, ValueError) as err:
-        print(f"error: {' '.join(str(err).split())}", file=sys.stderr)
+    report = _read_clear(judge_report, args.path)
+    if report is None:
         return 2
     print(format_report(report, max_cases=args.max_cases))
     return 0

@@ -21,11 +21,11 @@ from faithgrpo.tasks.clear.values import (
     NAME,
     SET_GROUP,
     ClearQuestion,
+    match_template,
     node_group,
     parse_one_path,
     parse_set,
     path_group,
-    split_options,
 )
 from faithgrpo.tasks.graphs.edges import parse_path
 from faithgrpo.tasks.graphs.model import NODE_RE, CausalGraph, GraphParseError, node_sort_key
@@ -260,26 +260,11 @@ def read_form_question(
     if parsed is None:
         return None
     g, edges = parsed
-    options: list[tuple[str, str]] = []
-    stem = question
-    if qtype == "MC":
-        split = split_options(question)
-        if split is None:
-            return None
-        stem, options = split
-    stem = " ".join(stem.split())
-    for form, pattern in _TEMPLATES[task]:
-        m = pattern.fullmatch(stem)
-        if m:
-            if qtype not in _FORM_QTYPES[form]:
-                return None
-            break
-    else:
+    matched = match_template(question, qtype, _TEMPLATES[task], _FORM_QTYPES, g.node_set)
+    if matched is None:
         return None
-    groups = m.groupdict()
+    form, groups, options = matched
     x, y, node = groups.get("x"), groups.get("y"), groups.get("node")
-    if any(v is not None and v not in g.node_set for v in (x, y, node)) or (x is not None and x == y):
-        return None
     claim: Any = None
     if groups.get("cand"):
         claim = groups["cand"]

@@ -29,9 +29,9 @@ from faithgrpo.tasks.clear.values import END as _END
 from faithgrpo.tasks.clear.values import SET_GROUP as _SET
 from faithgrpo.tasks.clear.values import (
     ClearQuestion,
+    match_template,
     parse_one_path,
     parse_set,
-    split_options,
 )
 from faithgrpo.tasks.clear.values import node_group as _node
 from faithgrpo.tasks.clear.values import path_group as _path
@@ -183,26 +183,11 @@ def read_typed_question(
         g = parse_description(description, graph_type)
     except GraphParseError:
         return None
-    options: list[tuple[str, str]] = []
-    stem = question
-    if qtype == "MC":
-        split = split_options(question)
-        if split is None:
-            return None
-        stem, options = split
-    stem = " ".join(stem.split())
-    for form, pattern in _TEMPLATES[task]:
-        m = pattern.fullmatch(stem)
-        if m:
-            if qtype not in _FORM_QTYPES[form]:
-                return None
-            break
-    else:
+    matched = match_template(question, qtype, _TEMPLATES[task], _FORM_QTYPES, g.node_set)
+    if matched is None:
         return None
-    groups = m.groupdict()
+    _, groups, options = matched
     x, y, node = groups.get("x"), groups.get("y"), groups.get("node")
-    if any(v is not None and v not in g.node_set for v in (x, y, node)) or (x is not None and x == y):
-        return None
     v1, v2 = (groups.get("v1") or "").lower(), (groups.get("v2") or "").lower()
     if v1 and v2 and v1 != v2:
         return None

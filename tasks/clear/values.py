@@ -9,6 +9,7 @@ option letters and counts. The record format is described in :mod:`faithgrpo.tas
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -100,6 +101,31 @@ def split_options(question: str) -> tuple[str, list[tuple[str, str]]] | None:
     if letters != [chr(ord("A") + i) for i in range(len(letters))]:
         return None
     return stem, [(a, t.strip()) for a, t in zip(letters, texts)]
+
+
+def match_template(
+    question: str, qtype: str, templates: Any, form_qtypes: Mapping[str, Any], nodes: Any
+) -> tuple[str, dict[str, Any], list[tuple[str, str]]] | None:
+    """``(form, named groups, MC options)`` of the first of ``templates`` (``(form, pattern)``
+    pairs) that ``question`` matches as a whole, whitespace runs read as one space; None when none
+    matches, when the form does not allow ``qtype``, or when a role (``x``, ``y``, ``node``) is not
+    in ``nodes`` or ``x`` equals ``y``."""
+    options: list[tuple[str, str]] = []
+    stem = question
+    if qtype == "MC":
+        split = split_options(question)
+        if split is None:
+            return None
+        stem, options = split
+    stem = " ".join(stem.split())
+    found = next(((form, m) for form, pattern in templates if (m := pattern.fullmatch(stem))), None)
+    if found is None or qtype not in form_qtypes[found[0]]:
+        return None
+    form, groups = found[0], found[1].groupdict()
+    x, y, node = groups.get("x"), groups.get("y"), groups.get("node")
+    if any(v is not None and v not in nodes for v in (x, y, node)) or (x is not None and x == y):
+        return None
+    return form, groups, options
 
 
 # ---------------------------------------------------------------------------------------------

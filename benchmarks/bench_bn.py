@@ -45,8 +45,8 @@ from faithgrpo.rewards.calver.reward import score_trace  # noqa: E402
 from faithgrpo.rewards.trace import parse_trace  # noqa: E402
 from faithgrpo.tasks.bayesnets.datasets import CausalBNConfig, admitted_kinds, make_bn_problem  # noqa: E402
 from faithgrpo.tasks.bayesnets.networks import DEFAULT_NETWORKS, NETWORKS, load_network  # noqa: E402
-from faithgrpo.tasks.causal.query_kinds import QUERY_KINDS  # noqa: E402
 from faithgrpo.tasks.certificates.gold import gold_trace  # noqa: E402
+from faithgrpo.verifier.query_kinds import QUERY_KINDS  # noqa: E402
 
 TARGETS_MS = {"p50": 5.0, "worst": 50.0}
 _RESULT_RE = re.compile(r"^RESULT: .*$", re.MULTILINE)

@@ -3,7 +3,7 @@
 Builds random problems of every query kind on CLEAR-size graphs (4-9 nodes, single-letter names)
 and on 100-node graphs (``V0..V99``), writes a full-marks six-slot trace for each with
 :func:`faithgrpo.tasks.certificates.gold.gold_trace` (its DERIVATION is a certificate in the claim grammar of
-:mod:`faithgrpo.tasks.certificates.derivation`, so every timed call also parses and checks the claims and
+:mod:`faithgrpo.verifier.certificates.derivation`, so every timed call also parses and checks the claims and
 certifies RESULT) plus a corrupted variant (a wrong RESULT and answer, which takes the failing
 paths), and times :func:`faithgrpo.rewards.calver.reward.score_trace` per trace. Every full-marks trace is
 scored first and only a 6/6 one is timed as full marks (a trace that fails the derivation check
@@ -13,7 +13,7 @@ trace scoring 6, is left out, listed under ``left_out`` and makes the benchmark 
 ``--case-timeout`` seconds is left out and listed too (``timed_out``). Prints one JSON object with, per
 graph size and problem form, p50/p99 latency in milliseconds (wall clock and thread CPU time) and
 traces per second, per node count (4..9), per query kind, and the derivation check alone
-(:func:`faithgrpo.tasks.certificates.derivation.check_derivation` on the parsed DERIVATION).
+(:func:`faithgrpo.verifier.certificates.derivation.check_derivation` on the parsed DERIVATION).
 
 Problem forms: ``prepared`` passes a :func:`~faithgrpo.rewards.calver.problem.prepare_problem` result (what
 :func:`~faithgrpo.rewards.calver.reward.calver_reward` does for the G completions of one prompt; JSON
@@ -57,11 +57,11 @@ from typing import Any  # noqa: E402
 from faithgrpo.rewards.calver.problem import prepare_problem  # noqa: E402
 from faithgrpo.rewards.calver.reward import score_trace  # noqa: E402
 from faithgrpo.rewards.trace import parse_trace  # noqa: E402
-from faithgrpo.tasks import graphs as C  # noqa: E402
-from faithgrpo.tasks.causal.query_kinds import QUERY_KINDS  # noqa: E402
-from faithgrpo.tasks.certificates.derivation import check_derivation  # noqa: E402
 from faithgrpo.tasks.certificates.gold import gold_trace  # noqa: E402
-from faithgrpo.tasks.graphs.model import CausalGraph  # noqa: E402
+from faithgrpo.verifier import graphs as C  # noqa: E402
+from faithgrpo.verifier.certificates.derivation import check_derivation  # noqa: E402
+from faithgrpo.verifier.graphs.model import CausalGraph  # noqa: E402
+from faithgrpo.verifier.query_kinds import QUERY_KINDS  # noqa: E402
 
 LETTERS = "BCDEFGHJKLMNOPQRSTUVWXYZ"  # no A or I: those read as English words in prose
 TARGETS_MS = {"clear_4_9": 0.5, "n100": 5.0}

@@ -16,11 +16,11 @@ import random
 import statistics
 import time
 
-from faithgrpo.tasks import graphs as C
-from faithgrpo.tasks.causal.queries import grade_answer
-from faithgrpo.tasks.causal.query_kinds import QUERY_KINDS
-from faithgrpo.tasks.graphs.edges import parse_graph
-from faithgrpo.tasks.graphs.model import CausalGraph
+from faithgrpo.verifier import graphs as C
+from faithgrpo.verifier.graphs.edges import parse_graph
+from faithgrpo.verifier.graphs.model import CausalGraph
+from faithgrpo.verifier.queries import grade_answer
+from faithgrpo.verifier.query_kinds import QUERY_KINDS
 
 
 def random_dag(n: int, degree: float, rng: random.Random, bidirected: float = 0.0) -> CausalGraph:

@@ -10,7 +10,7 @@ one 1 − ρ. With ρ = 0.6 and M = 4 the invalid string (0.4) outweighs every v
 * CALVER best-of-K is right whenever one valid trace is in the pool: accuracy 1 − (1 − ρ)^K.
 
 The output JSON has, for K = 1..K_max, the empirical accuracy of both selectors (the selected
-candidate's answer graded by the graph predicate, :func:`faithgrpo.tasks.causal.queries.grade_answer`),
+candidate's answer graded by the graph predicate, :func:`faithgrpo.verifier.queries.grade_answer`),
 the analytic CALVER curve, and the *exact* plurality curve (binomial over the invalid count times the
 distribution of the largest of M equal multinomial counts, with ties split as the earliest-first-
 occurrence rule does: t tied valid answers against the invalid one win with probability t/(t+1)).
@@ -47,9 +47,9 @@ from faithgrpo.rewards.selection import (
     plurality_index,
     select_best_of_k,
 )
-from faithgrpo.tasks.causal.queries import format_query, grade_answer
-from faithgrpo.tasks.causal.query_kinds import QUERY_KINDS
-from faithgrpo.tasks.graphs.model import CausalGraph
+from faithgrpo.verifier.graphs.model import CausalGraph
+from faithgrpo.verifier.queries import format_query, grade_answer
+from faithgrpo.verifier.query_kinds import QUERY_KINDS
 
 CROSS_CHECK_POOLS = 40
 
@@ -101,7 +101,7 @@ def build_pool_strings(problem: dict[str, Any], m: int) -> tuple[list[str], str]
         raise ValueError("every small set is valid for this problem; pick one with an invalid answer")
     from faithgrpo.tasks.certificates.gold import gold_trace
 
-    # gold certificates (the claim grammar of faithgrpo.tasks.certificates.derivation) for each answer; the invalid
+    # gold certificates (the claim grammar of faithgrpo.verifier.certificates.derivation) for each answer; the invalid
     # answer's claims are true but do not certify it
     traces = [gold_trace(problem, i, plain=True, answer=z) for i, z in enumerate(valid)]
     invalid = gold_trace(problem, 0, plain=True, answer=wrong)

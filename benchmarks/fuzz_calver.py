@@ -52,8 +52,8 @@ from faithgrpo.tasks.causal.datasets import (  # noqa: E402
     CausalStoryConfig,
     CausalStoryDataset,
 )
-from faithgrpo.tasks.causal.query_kinds import QUERY_KINDS  # noqa: E402
 from faithgrpo.tasks.certificates.gold import gold_trace  # noqa: E402
+from faithgrpo.verifier.query_kinds import QUERY_KINDS  # noqa: E402
 
 MAX_EXAMPLES = 10
 

@@ -25,7 +25,7 @@ _EXPORTS = {
     "FaithGRPOTrainer": "faithgrpo.trainers.grpo",
     "FaithRLOOTrainer": "faithgrpo.trainers.grpo",
     "build_dataset": "faithgrpo.tasks.mix",
-    "grade_answer": "faithgrpo.tasks.causal.queries",
+    "grade_answer": "faithgrpo.verifier.queries",
     "resolve": "faithgrpo.models",
     "embedded_model_path": "faithgrpo.models",
 }

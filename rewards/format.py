@@ -122,8 +122,8 @@ def trace_slots_parse(text: str) -> dict[str, bool]:
     Texts over ``MAX_COMPLETION_CHARS`` and GRAPH slots over ``MAX_GRAPH_CHARS`` fail before any
     parser runs; nothing here raises on model output.
     """
-    from faithgrpo.tasks.graphs.edges import parse_graph
-    from faithgrpo.tasks.graphs.model import GraphParseError
+    from faithgrpo.verifier.graphs.edges import parse_graph
+    from faithgrpo.verifier.graphs.model import GraphParseError
 
     if not isinstance(text, str) or len(text) > MAX_COMPLETION_CHARS:
         return dict.fromkeys(SLOT_NAMES, False)  # the cap comes before any pattern runs

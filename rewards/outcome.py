@@ -3,12 +3,12 @@
 Two kinds of rows are graded (docs/rewards.md, "Outcome"):
 
 - **causal rows** carry a ``problem`` column (docs/tasks.md, "The problem JSON"). The answer is graded by the graph
-  predicate (:func:`faithgrpo.tasks.causal.queries.grade_answer`): any member of the valid class counts, not
+  predicate (:func:`faithgrpo.verifier.queries.grade_answer`): any member of the valid class counts, not
   only the listed example.
 - **reasoning-gym rows** carry an ``entry`` column: the reasoning-gym entry (dict or JSON string with
   ``answer`` and ``metadata.source_dataset``). The task's own ``score_answer`` grades it; with
   ``strict=True`` (default) partial credit below 1.0 maps to 0.0. A Knights & Knaves answer that
-  offers alternatives (:func:`faithgrpo.tasks.causal.answers.offers_alternatives`) scores 0.0.
+  offers alternatives (:func:`faithgrpo.verifier.answers.offers_alternatives`) scores 0.0.
 
 An answer commits to one answer: hedges ("A or B", "yes or no", "either ...") are wrong.
 
@@ -131,7 +131,7 @@ def grade_row(
 
 
 def _grade_causal(answer: str, problem: Any, listed: Any) -> tuple[float, bool | None]:
-    from faithgrpo.tasks.causal.queries import grade_answer, normalize_answer
+    from faithgrpo.verifier.queries import grade_answer, normalize_answer
 
     if isinstance(problem, str):
         _check_json_object(problem)  # keeps the text: the graders memoise on it
@@ -161,7 +161,7 @@ def _grade_reasoning_gym(answer: str, entry: Any, *, strict: bool) -> tuple[floa
         raise ValueError("entry['metadata']['source_dataset'] names the reasoning-gym task")
     score = float(_score_fn(source)(answer, entry))
     if source in _ONE_ANSWER_SOURCES and score > 0.0:
-        from faithgrpo.tasks.causal.answers import offers_alternatives
+        from faithgrpo.verifier.answers import offers_alternatives
 
         if offers_alternatives(answer):  # reasoning-gym reads a hedge as its first option
             score = 0.0

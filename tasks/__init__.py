@@ -8,13 +8,9 @@ It does not import torch (nor pgmpy, which is read when a network is first loade
 ===================  =====================================================================
 where                what
 ===================  =====================================================================
-``graphs/``          the graph type (``model``), edge text and paths (``edges``), graph criteria
-                     (``criteria``, ``separation``, ``paths``, ``ate``), random graph families,
-                     ATE strata
-``causal/``          the ``causal_graph`` / ``causal_story`` datasets, query kinds and their
-                     predicates, answer parsing, grading, stories, prompts
-``certificates/``    the DERIVATION claim grammar (``claims``), claim truth (``claim_checks``),
-                     certification (``derivation``), gold derivations and gold traces (``gold``)
+``causal/``          the ``causal_graph`` / ``causal_story`` datasets, query builders, stories,
+                     prompts
+``certificates/``    gold derivations and gold traces (``gold``)
 ``bayesnets/``       the ``causal_bn`` dataset over pgmpy's networks, the exact binary ATE reduction
 ``knights_knaves/``  Knights & Knaves: truth tables, formulas, trace slots, claims, gold traces,
                      the checker
@@ -23,9 +19,11 @@ where                what
 ``sft.py``           gold-trace SFT rows
 ===================  =====================================================================
 
-Imports run one way: ``graphs`` <- ``causal`` <- ``certificates`` <- ``bayesnets``;
-``knights_knaves`` and ``clear`` read ``graphs`` and ``causal``; ``mix`` and ``sft`` sit on top. (The
-prompts' worked examples are gold traces: ``causal.prompts`` imports ``certificates.gold`` on first use.)
+The graphs, query kinds, grading and the certificate grammar the problems are checked with are
+:mod:`faithgrpo.verifier`'s (its names are re-exported here). Imports run one way: the verifier <-
+``causal`` <- ``certificates`` <- ``bayesnets``; ``knights_knaves`` and ``clear`` read the verifier
+and ``causal``; ``mix`` and ``sft`` sit on top. (The prompts' worked examples are gold traces:
+``causal.prompts`` imports ``certificates.gold`` on first use.)
 """
 
 from faithgrpo.tasks.bayesnets.datasets import CausalBNConfig, CausalBNDataset
@@ -38,13 +36,13 @@ from faithgrpo.tasks.causal.datasets import (
     make_problem,
 )
 from faithgrpo.tasks.causal.prompts import chat_prompt, trace_instructions, user_message
-from faithgrpo.tasks.causal.queries import format_query, grade_answer, load_problem, normalize_answer
-from faithgrpo.tasks.causal.query_kinds import QUERY_KINDS
 from faithgrpo.tasks.certificates.gold import gold_trace
-from faithgrpo.tasks.graphs.edges import parse_graph
-from faithgrpo.tasks.graphs.families import FAMILIES
-from faithgrpo.tasks.graphs.model import CausalGraph
 from faithgrpo.tasks.mix import TaskMixConfig, build_dataset, to_trl_row
+from faithgrpo.verifier.graphs.edges import parse_graph
+from faithgrpo.verifier.graphs.families import FAMILIES
+from faithgrpo.verifier.graphs.model import CausalGraph
+from faithgrpo.verifier.queries import format_query, grade_answer, load_problem, normalize_answer
+from faithgrpo.verifier.query_kinds import QUERY_KINDS
 
 __all__ = [
     "CAUSAL_DATASETS",

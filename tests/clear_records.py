@@ -2,7 +2,7 @@
 
 Every CLEAR question template (docs/clear.md, "Record format") is instantiated on random DAGs,
 ADMGs and directed graphs (4-9 nodes). Labels come from the brute-force oracle below, written on networkx only and
-independent of :mod:`faithgrpo.tasks.clear` and :mod:`faithgrpo.tasks.graphs.criteria`:
+independent of :mod:`faithgrpo.tasks.clear` and :mod:`faithgrpo.verifier.graphs.criteria`:
 
 * paths: ``networkx.all_simple_edge_paths`` on the skeleton multigraph (a directed and a
   bi-directed edge between the same pair are two edges), marks read from the edge kind;

@@ -5,7 +5,7 @@ An ATE problem reduces a network exactly to binary CPTs on the outcome's ancestr
 it (multi-state variables and all, no reduction): ``VariableElimination`` on the network mutilated
 by ``do`` gives P(Y=s | do(X=a)); on the network itself it gives the stratum probabilities P(z) and
 P(Y=s | X=a, z) of a backdoor set. The library's ψ (einsum over the reduced CPTs, what CALVER
-verifies), the gold trace's strata (enumeration, :mod:`faithgrpo.tasks.graphs.strata`) and pgmpy must agree.
+verifies), the gold trace's strata (enumeration, :mod:`faithgrpo.verifier.graphs.strata`) and pgmpy must agree.
 """
 
 from __future__ import annotations
@@ -18,15 +18,15 @@ import warnings
 import pytest
 
 from faithgrpo.rewards.calver.reward import score_trace
-from faithgrpo.tasks import graphs as C
 from faithgrpo.tasks.bayesnets.ate import ate_candidates, reduce_for_ate
 from faithgrpo.tasks.bayesnets.datasets import CausalBNConfig, admitted_kinds, make_bn_problem
 from faithgrpo.tasks.bayesnets.networks import DEFAULT_NETWORKS, RENAMED, bif_path, load_network
-from faithgrpo.tasks.causal.queries import grade_answer
-from faithgrpo.tasks.causal.query_kinds import QUERY_KINDS
 from faithgrpo.tasks.certificates.gold import gold_trace
-from faithgrpo.tasks.graphs.model import CausalGraph
-from faithgrpo.tasks.graphs.strata import stratum_table
+from faithgrpo.verifier import graphs as C
+from faithgrpo.verifier.graphs.model import CausalGraph
+from faithgrpo.verifier.graphs.strata import stratum_table
+from faithgrpo.verifier.queries import grade_answer
+from faithgrpo.verifier.query_kinds import QUERY_KINDS
 
 TOL = 1e-9
 

@@ -10,7 +10,7 @@ Attacks here are built on graphs far above the cap: published Bayesian networks 
 pgmpy's bundled BIF files) and random DAGs of 50-200 nodes. Each attack trace has an exact GRAPH,
 the right QUERY and STRATEGY, and a DERIVATION whose claims are all true and name the cap's worth of
 distinct paths that the invalid RESULT blocks. Expectations come from independent oracles
-(``grade_answer`` and the graph functions of ``faithgrpo.tasks.graphs.criteria``), and each attack is
+(``grade_answer`` and the graph functions of ``faithgrpo.verifier.graphs.criteria``), and each attack is
 first shown to reach the hole: with the predicate gate switched off (the old rule), its derivation
 passes.
 """
@@ -24,14 +24,14 @@ import networkx as nx
 import pytest
 
 from faithgrpo.rewards.calver.reward import score_trace
-from faithgrpo.tasks import graphs as C
 from faithgrpo.tasks.bayesnets.networks import load_network
-from faithgrpo.tasks.causal.queries import grade_answer
-from faithgrpo.tasks.certificates import derivation as D
-from faithgrpo.tasks.certificates.derivation import DEFAULT_MAX_PATHS, check_derivation
 from faithgrpo.tasks.certificates.gold import gold_trace
-from faithgrpo.tasks.graphs.edges import Path
-from faithgrpo.tasks.graphs.model import CausalGraph, node_sort_key
+from faithgrpo.verifier import graphs as C
+from faithgrpo.verifier.certificates import derivation as D
+from faithgrpo.verifier.certificates.derivation import DEFAULT_MAX_PATHS, check_derivation
+from faithgrpo.verifier.graphs.edges import Path
+from faithgrpo.verifier.graphs.model import CausalGraph, node_sort_key
+from faithgrpo.verifier.queries import grade_answer
 
 CAP = DEFAULT_MAX_PATHS
 _SCAN = 60  # paths scanned for the cap's worth that the invalid set blocks
@@ -262,8 +262,8 @@ def test_invalid_result_above_the_cap_gets_no_derivation_point(attack_pool, monk
 
 def test_check_derivation_refuses_the_invalid_set_directly(attack_pool):
     from faithgrpo.rewards.trace import parse_trace
-    from faithgrpo.tasks.causal.query_kinds import QUERY_KINDS
-    from faithgrpo.tasks.graphs.model import CausalGraph as G
+    from faithgrpo.verifier.graphs.model import CausalGraph as G
+    from faithgrpo.verifier.query_kinds import QUERY_KINDS
 
     for label, kind, problem, text, _ in attack_pool:
         t = parse_trace(text)
@@ -287,7 +287,7 @@ def test_gold_traces_above_the_cap_still_score_six(attack_pool):
 
 def test_ate_adjustment_set_above_the_cap_must_be_a_backdoor_set():
     """X <- Ai <- B <- U -> Y (i < 8) and X <- C <- U: {B} blocks 8 backdoor paths and misses one."""
-    from faithgrpo.tasks.graphs.strata import stratum_table
+    from faithgrpo.verifier.graphs.strata import stratum_table
 
     rng = random.Random(5)
     a = [f"A{i}" for i in range(CAP)]

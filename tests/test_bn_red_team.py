@@ -25,13 +25,13 @@ import pytest
 from test_reward_hacking import LOREM, _flip_arrows, cheap_derivations, parts, rebuild, show, wrong_answers
 
 from faithgrpo.rewards.calver.reward import score_trace
-from faithgrpo.tasks import graphs as C
 from faithgrpo.tasks.bayesnets.datasets import CausalBNConfig, admitted_kinds, make_bn_problem
 from faithgrpo.tasks.bayesnets.networks import DEFAULT_NETWORKS, load_network
-from faithgrpo.tasks.causal.queries import grade_answer
-from faithgrpo.tasks.causal.query_kinds import QUERY_KINDS
 from faithgrpo.tasks.certificates.gold import gold_trace
-from faithgrpo.tasks.graphs.model import CausalGraph, node_sort_key
+from faithgrpo.verifier import graphs as C
+from faithgrpo.verifier.graphs.model import CausalGraph, node_sort_key
+from faithgrpo.verifier.queries import grade_answer
+from faithgrpo.verifier.query_kinds import QUERY_KINDS
 
 SMALL = tuple(n for n in DEFAULT_NETWORKS if len(load_network(n).graph.nodes) <= 40)
 LARGE = tuple(n for n in DEFAULT_NETWORKS if n not in SMALL)

@@ -858,7 +858,7 @@ def test_huge_set_within_raised_caps_fails_result_and_answer_quickly():
 @settings(max_examples=200, deadline=None)
 @given(st.booleans(), st.one_of(st.none(), st.floats(-1, 1)), st.floats(-0.5, 0.8), st.floats(0, 0.05))
 def test_cached_ate_predicate_agrees_with_the_query_registry(decision, psi, threshold, tolerance):
-    from faithgrpo.tasks.causal.query_kinds import QUERY_KINDS
+    from faithgrpo.verifier.query_kinds import QUERY_KINDS
 
     prob = ate_problem(threshold=threshold, margin=0.0)
     prob["query"]["tolerance"] = tolerance

@@ -27,12 +27,12 @@ from faithgrpo.rewards.calver.reward import score_trace
 from faithgrpo.rewards.trace import parse_trace
 from faithgrpo.tasks.bayesnets.datasets import BN_KINDS, CausalBNConfig, admitted_kinds, make_bn_problem
 from faithgrpo.tasks.bayesnets.networks import DEFAULT_NETWORKS, NETWORKS, RENAMED, bif_path, load_network
-from faithgrpo.tasks.causal.queries import grade_answer
-from faithgrpo.tasks.causal.query_kinds import QUERY_KINDS
-from faithgrpo.tasks.certificates.derivation import DEFAULT_MAX_PATHS
 from faithgrpo.tasks.certificates.gold import gold_trace
-from faithgrpo.tasks.graphs.model import CausalGraph, node_sort_key
 from faithgrpo.tasks.mix import to_trl_row
+from faithgrpo.verifier.certificates.derivation import DEFAULT_MAX_PATHS
+from faithgrpo.verifier.graphs.model import CausalGraph, node_sort_key
+from faithgrpo.verifier.queries import grade_answer
+from faithgrpo.verifier.query_kinds import QUERY_KINDS
 
 CAP = DEFAULT_MAX_PATHS
 _PROB_RE = re.compile(r"probability\s*\(\s*([A-Za-z0-9_]+)\s*(?:\|\s*([^)]*))?\)")

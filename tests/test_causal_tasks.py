@@ -21,7 +21,6 @@ import reasoning_gym
 from reasoning_gym.composite import DatasetSpec
 
 from faithgrpo.rewards.outcome import outcome_reward
-from faithgrpo.tasks import graphs as C
 from faithgrpo.tasks.causal import datasets as causal_module
 from faithgrpo.tasks.causal.datasets import (
     KIND_FAMILIES,
@@ -32,13 +31,14 @@ from faithgrpo.tasks.causal.datasets import (
     CausalStoryDataset,
 )
 from faithgrpo.tasks.causal.prompts import trace_instructions
-from faithgrpo.tasks.causal.queries import grade_answer, normalize_answer
-from faithgrpo.tasks.causal.query_kinds import QUERY_KINDS
 from faithgrpo.tasks.causal.stories import THEMES
-from faithgrpo.tasks.graphs.edges import parse_graph
-from faithgrpo.tasks.graphs.families import make_graph
-from faithgrpo.tasks.graphs.model import CausalGraph
 from faithgrpo.tasks.mix import TaskMixConfig, build_dataset, to_trl_row
+from faithgrpo.verifier import graphs as C
+from faithgrpo.verifier.graphs.edges import parse_graph
+from faithgrpo.verifier.graphs.families import make_graph
+from faithgrpo.verifier.graphs.model import CausalGraph
+from faithgrpo.verifier.queries import grade_answer, normalize_answer
+from faithgrpo.verifier.query_kinds import QUERY_KINDS
 from faithgrpo.watchdog import run_with_deadline
 
 FIND_ONE = ("backdoor_set", "frontdoor_set", "dsep_set", "msep_set", "mediator", "cycle")

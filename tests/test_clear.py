@@ -24,7 +24,6 @@ from hypothesis import strategies as st
 
 from faithgrpo.cli import main as cli_main
 from faithgrpo.tasks.causal.prompts import chat_prompt
-from faithgrpo.tasks.causal.queries import grade_answer
 from faithgrpo.tasks.clear.candidates import judge, listed_answers
 from faithgrpo.tasks.clear.descriptions import (
     STRUCTURE_TASKS,
@@ -34,8 +33,9 @@ from faithgrpo.tasks.clear.descriptions import (
 )
 from faithgrpo.tasks.clear.questions import ClearQuestion, read_question
 from faithgrpo.tasks.clear.records import evaluate_file, format_summary, load_records, to_problem
-from faithgrpo.tasks.graphs.edges import parse_path
-from faithgrpo.tasks.graphs.model import GraphParseError
+from faithgrpo.verifier.graphs.edges import parse_path
+from faithgrpo.verifier.graphs.model import GraphParseError
+from faithgrpo.verifier.queries import grade_answer
 
 DATA = Path(__file__).parent / "data" / "clear_templates.jsonl"
 RECORDS = [json.loads(line) for line in DATA.read_text().splitlines()]

@@ -31,7 +31,7 @@ from faithgrpo.tasks.clear.descriptions import STRUCTURE_TASKS
 from faithgrpo.tasks.clear.forms import parse_undirected
 from faithgrpo.tasks.clear.identification import identifiable, non_identifiable_pair
 from faithgrpo.tasks.clear.records import evaluate_file, format_report
-from faithgrpo.tasks.graphs.model import CausalGraph, GraphParseError
+from faithgrpo.verifier.graphs.model import CausalGraph, GraphParseError
 
 RECORDS = more.generate()
 GROUPS: dict[tuple[str, str], list[dict]] = defaultdict(list)
@@ -431,10 +431,10 @@ def test_ancestor_and_descendant_questions_become_reachability_problems_that_agr
     judge's answer. Every other structure question converts to nothing (no query kind asks it)."""
     from faithgrpo.rewards.calver.problem import prepare_problem
     from faithgrpo.rewards.calver.reward import score_trace
-    from faithgrpo.tasks.causal.queries import grade_answer
     from faithgrpo.tasks.certificates.gold import gold_trace
     from faithgrpo.tasks.clear.records import to_problem
     from faithgrpo.text import extract_answer
+    from faithgrpo.verifier.queries import grade_answer
 
     converted = 0
     for record in RECORDS:

@@ -1,4 +1,4 @@
-"""Tests for faithgrpo.tasks.graphs.criteria against brute force over paths and subsets, and textbook cases.
+"""Tests for faithgrpo.verifier.graphs.criteria against brute force over paths and subsets, and textbook cases.
 
 The brute-force oracles below are written from the textbook definitions (Pearl 2009; Richardson
 2003) and share no code with the library: they enumerate every simple path of the mixed graph and
@@ -16,9 +16,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from faithgrpo.tasks import graphs as C
-from faithgrpo.tasks.graphs.edges import Path, parse_graph, parse_path
-from faithgrpo.tasks.graphs.model import CausalGraph
+from faithgrpo.verifier import graphs as C
+from faithgrpo.verifier.graphs.edges import Path, parse_graph, parse_path
+from faithgrpo.verifier.graphs.model import CausalGraph
 
 
 # ---------------------------------------------------------------------------------------------
@@ -706,7 +706,7 @@ def test_pruned_simple_paths_and_path_exists_match_brute_force(seed):
 
 _ATE_DIGEST_SCRIPT = """
 import hashlib, json
-from faithgrpo.tasks import graphs as C
+from faithgrpo.verifier import graphs as C
 from faithgrpo.tasks.causal import CausalGraphConfig, CausalGraphDataset
 d = CausalGraphDataset(CausalGraphConfig(size=120, seed=1, min_nodes=5, max_nodes=9, query_kinds=["ate"]))
 h = hashlib.sha256()
@@ -738,7 +738,7 @@ def test_ate_values_do_not_depend_on_the_hash_seed():
 
 
 # ---------------------------------------------------------------------------------------------
-# the content-keyed memo of validated CPTs and effects (tasks/graphs/ate.py): it must answer exactly as a
+# the content-keyed memo of validated CPTs and effects (verifier/graphs/ate.py): it must answer exactly as a
 # fresh computation would, whatever callers do to the CPTs or the returned tables
 def test_ate_memo_follows_in_place_changes_and_exact_types():
     cpts = {"X": {"parents": [], "p1": 0.5}, "Y": {"parents": ["X"], "p1": {"0": 0.2, "1": 0.7}}}

@@ -1,4 +1,4 @@
-"""Tests for faithgrpo.tasks.certificates.derivation: the DERIVATION claim grammar, claim truth, certification.
+"""Tests for faithgrpo.verifier.certificates.derivation: the DERIVATION claim grammar, claim truth, certification.
 
 * Parsing: every claim kind of the grammar table in several spellings, prose that must stay prose,
   and malformed claims (a false claim, never prose).
@@ -22,11 +22,11 @@ from pathlib import Path as FsPath
 import networkx as nx
 import pytest
 
-from faithgrpo.tasks.certificates.claim_checks import PROB_TOLERANCE
-from faithgrpo.tasks.certificates.claims import MAX_CLAIM_LINES, MAX_LINE_CHARS, parse_claim, parse_claims
-from faithgrpo.tasks.certificates.derivation import DEFAULT_MAX_PATHS, DerivationReport, check_derivation
-from faithgrpo.tasks.graphs.edges import Path
-from faithgrpo.tasks.graphs.model import CausalGraph
+from faithgrpo.verifier.certificates.claim_checks import PROB_TOLERANCE
+from faithgrpo.verifier.certificates.claims import MAX_CLAIM_LINES, MAX_LINE_CHARS, parse_claim, parse_claims
+from faithgrpo.verifier.certificates.derivation import DEFAULT_MAX_PATHS, DerivationReport, check_derivation
+from faithgrpo.verifier.graphs.edges import Path
+from faithgrpo.verifier.graphs.model import CausalGraph
 
 ROOT = FsPath(__file__).resolve().parents[1]
 

@@ -132,7 +132,7 @@ def test_mkdocs_build_strict(tmp_path):
         assert (tmp_path / "site" / page).is_file(), page
 
 
-# A repository path in inline code: `tasks/graphs/criteria.py`, `recipes/configs/cpu_demo.yaml`, ...
+# A repository path in inline code: `verifier/graphs/criteria.py`, `recipes/configs/cpu_demo.yaml`, ...
 _REPO_PATH = re.compile(
     r"(?<![\w./$~-])((?:rewards|trainers|eval|tasks|faithgrpo|recipes|benchmarks|tests|docs)/[\w./-]*[\w/])"
 )

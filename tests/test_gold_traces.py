@@ -13,20 +13,20 @@ import pytest
 from faithgrpo.rewards.calver.reward import score_trace
 from faithgrpo.rewards.steps import split_steps
 from faithgrpo.rewards.trace import parse_trace
-from faithgrpo.tasks import graphs as C
 from faithgrpo.tasks.causal.datasets import (
     CausalGraphConfig,
     CausalGraphDataset,
     CausalStoryConfig,
     CausalStoryDataset,
 )
-from faithgrpo.tasks.causal.queries import grade_answer, normalize_answer, query_matches
-from faithgrpo.tasks.causal.query_kinds import QUERY_KINDS
 from faithgrpo.tasks.certificates.gold import gold_trace
-from faithgrpo.tasks.graphs.edges import parse_graph, parse_path
-from faithgrpo.tasks.graphs.model import CausalGraph, GraphParseError
-from faithgrpo.tasks.graphs.strata import stratum_table
 from faithgrpo.text import extract_think
+from faithgrpo.verifier import graphs as C
+from faithgrpo.verifier.graphs.edges import parse_graph, parse_path
+from faithgrpo.verifier.graphs.model import CausalGraph, GraphParseError
+from faithgrpo.verifier.graphs.strata import stratum_table
+from faithgrpo.verifier.queries import grade_answer, normalize_answer, query_matches
+from faithgrpo.verifier.query_kinds import QUERY_KINDS
 
 _ARROW_CHAIN = re.compile(r"[A-Za-z0-9_]+(?:\s*(?:<->|->|<-)\s*[A-Za-z0-9_]+)+")
 

@@ -1,4 +1,4 @@
-"""Tests for faithgrpo.tasks.graphs.edges: CausalGraph, parse_graph, parse_path."""
+"""Tests for faithgrpo.verifier.graphs.edges: CausalGraph, parse_graph, parse_path."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from cpu_clock import cpu_clock
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from faithgrpo.tasks.graphs.edges import Path, parse_graph, parse_path
-from faithgrpo.tasks.graphs.model import CausalGraph, GraphParseError, node_sort_key
+from faithgrpo.verifier.graphs.edges import Path, parse_graph, parse_path
+from faithgrpo.verifier.graphs.model import CausalGraph, GraphParseError, node_sort_key
 
 
 @st.composite

@@ -73,7 +73,7 @@ def test_render_and_marker():
 
 
 def test_causal_multiple_choice_has_exactly_one_valid_option():
-    from faithgrpo.tasks.causal.queries import grade_answer
+    from faithgrpo.verifier.queries import grade_answer
 
     for seed in range(5):
         mc = causal_multiple_choice(BACKDOOR, seed=seed)

@@ -21,10 +21,10 @@ from faithgrpo.tasks.causal.prompts import (
     trace_instructions,
     user_message,
 )
-from faithgrpo.tasks.causal.queries import format_query, parse_query, query_matches
-from faithgrpo.tasks.causal.query_kinds import QUERY_KINDS
-from faithgrpo.tasks.graphs.edges import parse_graph
-from faithgrpo.tasks.graphs.model import CausalGraph
+from faithgrpo.verifier.graphs.edges import parse_graph
+from faithgrpo.verifier.graphs.model import CausalGraph
+from faithgrpo.verifier.queries import format_query, parse_query, query_matches
+from faithgrpo.verifier.query_kinds import QUERY_KINDS
 
 
 @pytest.mark.parametrize("kind", [None, *QUERY_KINDS])

@@ -1,4 +1,4 @@
-"""Tests for faithgrpo.tasks.causal.queries: answer parsing, grading, enumeration, query restatement."""
+"""Tests for faithgrpo.verifier.queries: answer parsing, grading, enumeration, query restatement."""
 
 from __future__ import annotations
 
@@ -10,9 +10,11 @@ from cpu_clock import cpu_clock
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from faithgrpo.tasks import graphs as C
-from faithgrpo.tasks.causal.answers import MAX_SET_SIZE, parse_cycle, parse_node, parse_node_set, parse_yes_no
-from faithgrpo.tasks.causal.queries import (
+from faithgrpo.verifier import graphs as C
+from faithgrpo.verifier.answers import MAX_SET_SIZE, parse_cycle, parse_node, parse_node_set, parse_yes_no
+from faithgrpo.verifier.graphs.edges import parse_graph
+from faithgrpo.verifier.graphs.model import CausalGraph
+from faithgrpo.verifier.queries import (
     format_query,
     grade_answer,
     load_problem,
@@ -20,9 +22,7 @@ from faithgrpo.tasks.causal.queries import (
     parse_query,
     query_matches,
 )
-from faithgrpo.tasks.causal.query_kinds import QUERY_KINDS
-from faithgrpo.tasks.graphs.edges import parse_graph
-from faithgrpo.tasks.graphs.model import CausalGraph
+from faithgrpo.verifier.query_kinds import QUERY_KINDS
 
 NAMES = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,6}", fullmatch=True).filter(lambda s: s.lower() != "and")
 

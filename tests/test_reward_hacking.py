@@ -13,7 +13,7 @@ on 4–8-node graphs plus some 9–12-node ones. The expectations are CALVER's g
 3. gold traces still score 6/6 (the attacks are measured against a working scorer).
 
 Expectations are set from the spec and from independent oracles (``grade_answer``, the graph
-functions of ``faithgrpo.tasks.graphs.criteria``), never from ``faithgrpo.tasks.certificates.derivation``.
+functions of ``faithgrpo.verifier.graphs.criteria``), never from ``faithgrpo.verifier.certificates.derivation``.
 
 Holes this suite found, now closed (each kept as a regression test below):
 
@@ -31,7 +31,7 @@ Holes this suite found, now closed (each kept as a regression test below):
   the method matcher, so "one method" passes while two are named.
 * H7 (issue #30) hedges: RESULT and ``<answer>`` were read as their first option, so ``{E, Y} or V``,
   ``yes or no``, ``yes (or no), ψ = …`` scored 6/6 and were graded right (888 of this suite's 1,072
-  hedged traces); an answer slot now holds one answer (``tasks/causal/answers.py``, ``offers_alternatives``).
+  hedged traces); an answer slot now holds one answer (``verifier/answers.py``, ``offers_alternatives``).
 """
 
 from __future__ import annotations
@@ -48,19 +48,19 @@ from cpu_clock import cpu_clock
 
 from faithgrpo.rewards.calver.reward import score_trace
 from faithgrpo.rewards.trace import parse_trace
-from faithgrpo.tasks import graphs as C
 from faithgrpo.tasks.causal.datasets import (
     CausalGraphConfig,
     CausalGraphDataset,
     CausalStoryConfig,
     CausalStoryDataset,
 )
-from faithgrpo.tasks.causal.queries import grade_answer
-from faithgrpo.tasks.causal.query_kinds import QUERY_KINDS
-from faithgrpo.tasks.certificates.derivation import DEFAULT_MAX_PATHS
 from faithgrpo.tasks.certificates.gold import gold_trace
-from faithgrpo.tasks.graphs.model import CausalGraph, node_sort_key
-from faithgrpo.tasks.graphs.strata import stratum_table
+from faithgrpo.verifier import graphs as C
+from faithgrpo.verifier.certificates.derivation import DEFAULT_MAX_PATHS
+from faithgrpo.verifier.graphs.model import CausalGraph, node_sort_key
+from faithgrpo.verifier.graphs.strata import stratum_table
+from faithgrpo.verifier.queries import grade_answer
+from faithgrpo.verifier.query_kinds import QUERY_KINDS
 
 CAP = DEFAULT_MAX_PATHS
 SPECS = (
@@ -855,7 +855,7 @@ def _sample(step=4):
 
 
 def test_strategy_attacks_fail_the_strategy_check_only():
-    from faithgrpo.tasks.causal.strategy_methods import METHOD_GROUPS
+    from faithgrpo.verifier.strategy_methods import METHOD_GROUPS
 
     every = ", ".join(n for names in METHOD_GROUPS.values() for n in names)
     for label, p in _sample(2):
@@ -1255,7 +1255,7 @@ def test_beyond_the_cap_a_wrong_answer_gets_no_derivation_point():
 
 
 # ---------------------------------------------------------------------------------------------
-# holes found by this suite and closed in tasks/certificates/derivation.py, rewards/calver/, tasks/causal/queries.py
+# holes found by this suite and closed in verifier/certificates/derivation.py, rewards/calver/, verifier/queries.py
 def _tiny(kind_graph, nodes, directed, **query):
     return {"graph": {"type": kind_graph, "nodes": nodes, "directed": [list(e) for e in directed], "bidirected": []},
             "query": query}  # fmt: skip

@@ -21,14 +21,14 @@ from faithgrpo.rewards.calver.problem import CalverConfig, prepare_problem
 from faithgrpo.rewards.calver.reward import score_trace
 from faithgrpo.rewards.trace import parse_trace
 from faithgrpo.tasks import knights_knaves as kk
-from faithgrpo.tasks.causal.queries import grade_answer, normalize_answer
-from faithgrpo.tasks.certificates.claim_checks import derivation_context
-from faithgrpo.tasks.certificates.claims import parse_claim
-from faithgrpo.tasks.certificates.derivation import check_derivation
-from faithgrpo.tasks.graphs.edges import parse_graph
-from faithgrpo.tasks.graphs.model import CausalGraph, GraphParseError
 from faithgrpo.tasks.knights_knaves import checker as kk_checker
 from faithgrpo.tasks.knights_knaves import puzzle as kk_puzzle_module
+from faithgrpo.verifier.certificates.claim_checks import derivation_context
+from faithgrpo.verifier.certificates.claims import parse_claim
+from faithgrpo.verifier.certificates.derivation import check_derivation
+from faithgrpo.verifier.graphs.edges import parse_graph
+from faithgrpo.verifier.graphs.model import CausalGraph, GraphParseError
+from faithgrpo.verifier.queries import grade_answer, normalize_answer
 
 PROBLEM = {
     "graph": {
@@ -312,8 +312,8 @@ def _ate_problem_far_from_zero() -> dict:
 
 
 def test_certificate_memo_tells_equal_values_apart_and_stays_bounded():
-    from faithgrpo.tasks.certificates import derivation
     from faithgrpo.tasks.certificates.gold import gold_trace
+    from faithgrpo.verifier.certificates import derivation
 
     problem = _ate_problem_far_from_zero()
     p = prepare_problem(copy.deepcopy(problem))
@@ -354,8 +354,8 @@ def test_derivation_memo_follows_the_result_text_and_keeps_no_graph():
 
 
 def test_strategy_verdicts_are_shared_by_text_and_kind():
-    from faithgrpo.tasks.causal.query_kinds import QUERY_KINDS
-    from faithgrpo.tasks.causal.strategy_methods import strategy_check
+    from faithgrpo.verifier.query_kinds import QUERY_KINDS
+    from faithgrpo.verifier.strategy_methods import strategy_check
 
     texts = [
         "backdoor criterion",

@@ -168,8 +168,8 @@ def causal_multiple_choice(
         ValueError: yes/no kinds (only two distinct answers exist), no valid answer, or too few
             invalid candidates.
     """
-    from faithgrpo.tasks.causal.queries import load_problem
-    from faithgrpo.tasks.causal.query_kinds import QUERY_KINDS
+    from faithgrpo.verifier.queries import load_problem
+    from faithgrpo.verifier.query_kinds import QUERY_KINDS
 
     graph, query, cpts = load_problem(problem)
     problem_dict = problem if isinstance(problem, Mapping) else None
@@ -200,7 +200,7 @@ def causal_multiple_choice(
             break
     text = question if question is not None else str((problem_dict or {}).get("text", ""))
     if not text:
-        from faithgrpo.tasks.causal.queries import format_query
+        from faithgrpo.verifier.queries import format_query
 
         text = f"Graph: {graph.edge_text()}\nQuery: {format_query(query)}"
     return build_multiple_choice(text, correct, invalid, n_options=n_options, seed=seed, id=id)

@@ -149,10 +149,10 @@ def _clear_questions(
     folder: str, seed: int, system_prompt: str | None
 ) -> tuple[list[Question], dict[str, int]]:
     from faithgrpo.tasks.causal.prompts import chat_prompt
-    from faithgrpo.tasks.causal.queries import normalize_answer
     from faithgrpo.tasks.clear.candidates import judge, listed_answers
     from faithgrpo.tasks.clear.descriptions import normalize_task_type
     from faithgrpo.tasks.clear.records import load_records, to_problem
+    from faithgrpo.verifier.queries import normalize_answer
 
     wanted = {normalize_task_type(t) for t in CLEAR_TASKS}
     skipped: Counter[str] = Counter()
@@ -261,8 +261,8 @@ def grader(question: Question) -> Callable[[str], tuple[bool, bool]]:
     from faithgrpo.text import extract_answer
 
     if question.family == "clear":
-        from faithgrpo.tasks.causal.queries import normalize_answer
         from faithgrpo.tasks.clear.candidates import judge
+        from faithgrpo.verifier.queries import normalize_answer
 
         record, problem, listed = (
             question.gold["record"],
@@ -283,7 +283,7 @@ def grader(question: Question) -> Callable[[str], tuple[bool, bool]]:
     valid_of = answer_checker(row)
     if question.family == "knights_knaves":
         return lambda text: (valid_of(text),) * 2
-    from faithgrpo.tasks.causal.queries import normalize_answer
+    from faithgrpo.verifier.queries import normalize_answer
 
     problem = question.gold["problem"]
     listed = normalize_answer(problem, row["answer"])

@@ -66,7 +66,7 @@ def public_verifier(family_causal: bool, problem: Mapping[str, Any]):
 
 def _causal_structure(text: str, prepared, score) -> int:
     from faithgrpo.rewards.trace import parse_trace
-    from faithgrpo.tasks.certificates.claims import parse_claims
+    from faithgrpo.verifier.certificates.claims import parse_claims
 
     trace = parse_trace(text)
     if trace.problems or prepared.kind is None:

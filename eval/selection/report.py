@@ -40,7 +40,7 @@ def valid_answer_count(problem: dict[str, Any]) -> int | None:
         2
     """
     from faithgrpo.rewards.calver.problem import prepare_problem
-    from faithgrpo.tasks.causal.queries import valid_value
+    from faithgrpo.verifier.queries import valid_value
 
     kind = prepare_problem(problem).kind
     if kind is None:

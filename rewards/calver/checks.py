@@ -18,12 +18,12 @@ from faithgrpo.rewards.calver.problem import (
     memoised,
 )
 from faithgrpo.rewards.trace import Trace
-from faithgrpo.tasks.causal.answers import parse_node_set
-from faithgrpo.tasks.causal.queries import format_query, query_matches
-from faithgrpo.tasks.certificates.derivation import check_derivation
-from faithgrpo.tasks.graphs.criteria import ate_certificate_checked
-from faithgrpo.tasks.graphs.edges import parse_graph, plain_edges
-from faithgrpo.tasks.graphs.model import CausalGraph, GraphParseError, node_sort_key
+from faithgrpo.verifier.answers import parse_node_set
+from faithgrpo.verifier.certificates.derivation import check_derivation
+from faithgrpo.verifier.graphs.criteria import ate_certificate_checked
+from faithgrpo.verifier.graphs.edges import parse_graph, plain_edges
+from faithgrpo.verifier.graphs.model import CausalGraph, GraphParseError, node_sort_key
+from faithgrpo.verifier.queries import format_query, query_matches
 
 
 # ---------------------------------------------------------------------------------------------

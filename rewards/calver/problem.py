@@ -17,14 +17,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from faithgrpo.rewards.trace import DEFAULT_MAX_CHARS
-from faithgrpo.tasks import graphs as C
-from faithgrpo.tasks.causal.queries import MODES, load_problem_text, valid_value
-from faithgrpo.tasks.causal.query_kinds import QUERY_KINDS, QueryKind
-from faithgrpo.tasks.certificates.claim_checks import derivation_context
-from faithgrpo.tasks.certificates.derivation import DEFAULT_MAX_PATHS
-from faithgrpo.tasks.graphs.ate import checked_cpts
-from faithgrpo.tasks.graphs.edges import MAX_EDGES, MAX_NODES
-from faithgrpo.tasks.graphs.model import CausalGraph, GraphParseError
+from faithgrpo.verifier import graphs as C
+from faithgrpo.verifier.certificates.claim_checks import derivation_context
+from faithgrpo.verifier.certificates.derivation import DEFAULT_MAX_PATHS
+from faithgrpo.verifier.graphs.ate import checked_cpts
+from faithgrpo.verifier.graphs.edges import MAX_EDGES, MAX_NODES
+from faithgrpo.verifier.graphs.model import CausalGraph, GraphParseError
+from faithgrpo.verifier.queries import MODES, load_problem_text, valid_value
+from faithgrpo.verifier.query_kinds import QUERY_KINDS, QueryKind
 
 GRAPH_CHECKS = ("exact", "query_local")
 VERIFY_ON = ("problem", "trace")
@@ -50,7 +50,7 @@ class CalverConfig:
         graph_check: ``"exact"`` or ``"query_local"`` (how GRAPH binds to the problem's graph).
         verify_on: ``"problem"`` (the reward) or ``"trace"`` (reference-free best-of-K on constructed
             problems: the trace's own GRAPH); see the module docstring.
-        max_paths: the derivation certificate's path cap (:mod:`faithgrpo.tasks.certificates.derivation`).
+        max_paths: the derivation certificate's path cap (:mod:`faithgrpo.verifier.certificates.derivation`).
         max_chars: longest completion scored; longer ones fail every check.
         max_slot_chars: longest GRAPH / QUERY / DERIVATION / RESULT / answer slot.
         max_strategy_chars: longest STRATEGY slot (a method name, not an essay).
@@ -138,7 +138,7 @@ class CalverProblem:
         query: the query dict (answer-like fields removed).
         cpts: the CPTs (``ate`` only) or ``None``.
         mode: ``"supplied"`` or ``"constructed"``.
-        kind: the :class:`~faithgrpo.tasks.causal.query_kinds.QueryKind`, or ``None`` for an unknown kind
+        kind: the :class:`~faithgrpo.verifier.query_kinds.QueryKind`, or ``None`` for an unknown kind
             (every completion then scores 0).
         query_nodes: the nodes named by the query's roles.
     """

@@ -29,10 +29,10 @@ variant            TRL name              reward
                     trace omit nodes outside A. An edge from outside A into A would change A, so it
                     counts as a difference. Kinds without query nodes (``cycle``) bind exactly.
 2      query        QUERY restates the problem's kind, node roles and variant
-                    (:func:`faithgrpo.tasks.causal.queries.query_matches`).
+                    (:func:`faithgrpo.verifier.queries.query_matches`).
 3      strategy     STRATEGY names exactly one method, and it decides the kind
                     (``QueryKind.strategy_problem``), in at most ``max_strategy_chars`` characters.
-4      derivation   DERIVATION is a certificate (:mod:`faithgrpo.tasks.certificates.derivation`): at least one claim
+4      derivation   DERIVATION is a certificate (:mod:`faithgrpo.verifier.certificates.derivation`): at least one claim
                     in the claim grammar, every claim true on the verification graph, and together
                     they certify RESULT (paths shown blocked/open, non-descendants, directed paths,
                     the cycle, the ATE arithmetic). Prose lines are ignored.
@@ -100,10 +100,10 @@ from faithgrpo.rewards.calver.problem import (
 )
 from faithgrpo.rewards.diagnostics import log_value
 from faithgrpo.rewards.trace import DEFAULT_MAX_CHARS, SLOT_NAMES, parse_trace
-from faithgrpo.tasks.certificates.derivation import DEFAULT_MAX_PATHS
-from faithgrpo.tasks.graphs.edges import MAX_EDGES, MAX_NODES
-from faithgrpo.tasks.graphs.model import CausalGraph
 from faithgrpo.text import completion_text
+from faithgrpo.verifier.certificates.derivation import DEFAULT_MAX_PATHS
+from faithgrpo.verifier.graphs.edges import MAX_EDGES, MAX_NODES
+from faithgrpo.verifier.graphs.model import CausalGraph
 
 __all__ = [
     "CHECK_NAMES",

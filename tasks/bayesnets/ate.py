@@ -1,7 +1,7 @@
 """ATE problems on a published Bayesian network: the exact reduction to the binary CPT format.
 
 CALVER's ``ate`` kind reads binary CPTs (``{v: {"parents": [...], "p1": {...}}}``,
-format in :mod:`faithgrpo.tasks.graphs.criteria`) for every node of the problem's graph. A network's
+format in :mod:`faithgrpo.verifier.graphs.criteria`) for every node of the problem's graph. A network's
 variables may have more than two states, so an ATE problem on treatment X and outcome Y is built
 from the network's own tables by this reduction, which changes no causal quantity the query asks
 about:
@@ -36,7 +36,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from faithgrpo.tasks.bayesnets.networks import BayesNet
-from faithgrpo.tasks.graphs.model import CausalGraph, node_sort_key
+from faithgrpo.verifier.graphs.model import CausalGraph, node_sort_key
 
 __all__ = ["AteReduction", "ate_candidates", "coding_text", "cpt_lines", "reduce_for_ate"]
 

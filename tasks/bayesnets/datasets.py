@@ -37,7 +37,6 @@ from typing import Any
 import reasoning_gym
 from reasoning_gym.factory import DATASETS
 
-from faithgrpo.tasks import graphs as C
 from faithgrpo.tasks.bayesnets.ate import ate_candidates, coding_text, cpt_lines, reduce_for_ate
 from faithgrpo.tasks.bayesnets.networks import DEFAULT_NETWORKS, NETWORKS, BayesNet, load_network
 from faithgrpo.tasks.causal.datasets import (
@@ -47,10 +46,11 @@ from faithgrpo.tasks.causal.datasets import (
     check_query_settings,
 )
 from faithgrpo.tasks.causal.prompts import answer_format, graph_description, problem_text, question_text
-from faithgrpo.tasks.causal.queries import MODES, format_query
 from faithgrpo.tasks.causal.query_builders import BUILDERS, MAX_CHECKS
-from faithgrpo.tasks.causal.query_kinds import QUERY_KINDS
 from faithgrpo.tasks.causal.stories import story_text
+from faithgrpo.verifier import graphs as C
+from faithgrpo.verifier.queries import MODES, format_query
+from faithgrpo.verifier.query_kinds import QUERY_KINDS
 
 __all__ = [
     "BN_KINDS",

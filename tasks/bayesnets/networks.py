@@ -3,7 +3,7 @@
 pgmpy (a dependency) ships gzipped BIF files in ``pgmpy/utils/example_models/`` (asia, alarm,
 andes, ...). :func:`load_network` reads one of them with pgmpy's own
 :class:`pgmpy.readwrite.BIFReader` (never from a model hub) into a :class:`BayesNet`: the DAG as a
-:class:`~faithgrpo.tasks.graphs.model.CausalGraph` over the network's own variable names, the states of
+:class:`~faithgrpo.verifier.graphs.model.CausalGraph` over the network's own variable names, the states of
 each variable in BIF order, and each conditional probability table as a numpy array.
 
 :data:`NETWORKS` lists the networks the ``causal_bn`` dataset (:mod:`faithgrpo.tasks.bayesnets.datasets`)
@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from faithgrpo.tasks.graphs.model import NODE_RE, CausalGraph, node_sort_key
+from faithgrpo.verifier.graphs.model import NODE_RE, CausalGraph, node_sort_key
 
 __all__ = ["DEFAULT_NETWORKS", "NETWORKS", "RENAMED", "BayesNet", "NetworkInfo", "bif_path", "load_network"]
 
@@ -188,8 +188,8 @@ def load_network(name: str) -> BayesNet:
 
 def _usable_name(v: str) -> bool:
     """A node name, read back as a one-node answer, that does not turn prose it starts into a claim."""
-    from faithgrpo.tasks.causal.answers import parse_node_set
-    from faithgrpo.tasks.certificates.claims import parse_claim
+    from faithgrpo.verifier.answers import parse_node_set
+    from faithgrpo.verifier.certificates.claims import parse_claim
 
     return (
         NODE_RE.fullmatch(v) is not None

@@ -1,14 +1,7 @@
-"""Procedural causal problems: the ``causal_graph`` and ``causal_story`` datasets, query kinds,
-answer parsing and grading, stories and prompts."""
+"""Procedural causal problems: the ``causal_graph`` and ``causal_story`` datasets, their query
+builders, stories and prompts. The query kinds, answer parsing and grading they use are the
+verifier's (:mod:`faithgrpo.verifier`)."""
 
-from faithgrpo.tasks.causal.answers import (
-    MAX_ANSWER_CHARS,
-    MAX_SET_SIZE,
-    parse_cycle,
-    parse_node,
-    parse_node_set,
-    parse_yes_no,
-)
 from faithgrpo.tasks.causal.datasets import (
     CAUSAL_DATASETS,
     KIND_FAMILIES,
@@ -32,47 +25,24 @@ from faithgrpo.tasks.causal.prompts import (
     trace_instructions,
     user_message,
 )
-from faithgrpo.tasks.causal.queries import (
-    format_query,
-    grade_answer,
-    load_problem,
-    normalize_answer,
-    parse_query,
-    query_matches,
-)
-from faithgrpo.tasks.causal.query_kinds import QUERY_KINDS, QueryKind
 
 __all__ = [
     "CAUSAL_DATASETS",
     "CLAIM_HINTS",
     "EXAMPLE_PROBLEMS",
     "KIND_FAMILIES",
-    "MAX_ANSWER_CHARS",
-    "MAX_SET_SIZE",
-    "QUERY_KINDS",
     "YES_NO_KINDS",
     "CausalGraphConfig",
     "CausalGraphDataset",
     "CausalStoryConfig",
     "CausalStoryDataset",
-    "QueryKind",
     "answer_format",
     "answer_instructions",
     "chat_prompt",
     "cpt_text",
-    "format_query",
-    "grade_answer",
     "graph_description",
-    "load_problem",
     "make_problem",
-    "normalize_answer",
-    "parse_cycle",
-    "parse_node",
-    "parse_node_set",
-    "parse_query",
-    "parse_yes_no",
     "problem_text",
-    "query_matches",
     "question_text",
     "trace_instructions",
     "user_message",

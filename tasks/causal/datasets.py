@@ -32,12 +32,12 @@ from reasoning_gym.dataset import ProceduralDataset
 from reasoning_gym.factory import DATASETS
 
 from faithgrpo.tasks.causal.prompts import problem_text
-from faithgrpo.tasks.causal.queries import MODES, grade_answer
 from faithgrpo.tasks.causal.query_builders import BUILDERS as _BUILDERS
 from faithgrpo.tasks.causal.query_builders import MAX_CHECKS as _MAX_CHECKS
-from faithgrpo.tasks.causal.query_kinds import QUERY_KINDS
 from faithgrpo.tasks.causal.stories import THEMES, name_graph, story_text
-from faithgrpo.tasks.graphs.families import FAMILIES, make_graph
+from faithgrpo.verifier.graphs.families import FAMILIES, make_graph
+from faithgrpo.verifier.queries import MODES, grade_answer
+from faithgrpo.verifier.query_kinds import QUERY_KINDS
 
 __all__ = [
     "CAUSAL_DATASETS",

@@ -16,9 +16,9 @@ import random
 from collections.abc import Mapping
 from typing import Any
 
-from faithgrpo.tasks.causal.queries import format_query
-from faithgrpo.tasks.causal.query_kinds import QUERY_KINDS
-from faithgrpo.tasks.graphs.model import CausalGraph, node_sort_key
+from faithgrpo.verifier.graphs.model import CausalGraph, node_sort_key
+from faithgrpo.verifier.queries import format_query
+from faithgrpo.verifier.query_kinds import QUERY_KINDS
 
 __all__ = [
     "CLAIM_HINTS",
@@ -55,7 +55,7 @@ STRATEGY_HINTS = {
 }
 
 
-# What the DERIVATION must show, per kind, in the claim grammar of faithgrpo.tasks.certificates.derivation.
+# What the DERIVATION must show, per kind, in the claim grammar of faithgrpo.verifier.certificates.derivation.
 _PATH = "'path A -> B <- C is blocked given {B}' (or 'is open given {...}')"
 CLAIM_HINTS = {
     "backdoor_set": (
@@ -101,7 +101,7 @@ def graph_description(graph: CausalGraph) -> str:
     """The supplied-graph rendering: graph type, node list and the canonical edge list.
 
     Example:
-        >>> from faithgrpo.tasks.graphs.edges import parse_graph
+        >>> from faithgrpo.verifier.graphs.edges import parse_graph
         >>> print(graph_description(parse_graph("U -> X; X -> Y")))
         Causal graph: a DAG (directed acyclic graph) with nodes U, X, Y.
         Edges: U -> X; X -> Y
@@ -173,7 +173,7 @@ def cpt_text(cpts: Mapping, nodes: Any = None) -> str:
     """The CPTs as ``P(V=1 | ...)`` lines, one line per variable (no arrow syntax).
 
     Args:
-        cpts: the CPT dict (format in :mod:`faithgrpo.tasks.graphs.criteria`).
+        cpts: the CPT dict (format in :mod:`faithgrpo.verifier.graphs.criteria`).
         nodes: the order of the lines (default: natural order of the names).
     """
     order = list(nodes) if nodes is not None else sorted(cpts, key=node_sort_key)
@@ -215,9 +215,9 @@ def user_message(problem: Mapping | str) -> str:
     """The user message for a problem: its stored ``text``, else the supplied-graph rendering.
 
     Raises:
-        ValueError: a malformed problem (see :func:`faithgrpo.tasks.causal.queries.load_problem`).
+        ValueError: a malformed problem (see :func:`faithgrpo.verifier.queries.load_problem`).
     """
-    from faithgrpo.tasks.causal.queries import load_problem
+    from faithgrpo.verifier.queries import load_problem
 
     if isinstance(problem, str):
         problem = json.loads(problem)

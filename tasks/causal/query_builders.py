@@ -13,9 +13,9 @@ from __future__ import annotations
 import itertools
 import random
 
-from faithgrpo.tasks import graphs as C
-from faithgrpo.tasks.causal.query_kinds import QUERY_KINDS
-from faithgrpo.tasks.graphs.model import CausalGraph, node_sort_key
+from faithgrpo.verifier import graphs as C
+from faithgrpo.verifier.graphs.model import CausalGraph, node_sort_key
+from faithgrpo.verifier.query_kinds import QUERY_KINDS
 
 __all__ = ["BUILDERS", "MAX_CHECKS"]
 

@@ -3,7 +3,7 @@
 Constructed-graph mode hides the edge list: the prompt tells a short story
 ("Smoking raises Tar. Tar raises Cancer. Smoking and Cancer share an unmeasured common cause.")
 and the model must build the graph itself. Node names *are* the variable names (``Smoking``,
-``BloodPressure``), CamelCase identifiers that :func:`faithgrpo.tasks.graphs.edges.parse_graph` accepts,
+``BloodPressure``), CamelCase identifiers that :func:`faithgrpo.verifier.graphs.edges.parse_graph` accepts,
 so a trace can copy them verbatim into its GRAPH slot.
 
 Every directed edge ``A -> B`` appears in exactly one sentence that names both ``A`` and ``B``; every
@@ -17,7 +17,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-from faithgrpo.tasks.graphs.model import CausalGraph, node_sort_key
+from faithgrpo.verifier.graphs.model import CausalGraph, node_sort_key
 
 __all__ = ["THEMES", "Theme", "name_graph", "story_text", "variable_names"]
 

@@ -15,8 +15,8 @@ A gold trace is what a supervised warm start (issue 7) teaches a small policy to
     <answer>{U}</answer>
 
 GRAPH restates the problem's graph (in constructed-graph mode, the graph the story tells); QUERY is
-:func:`~faithgrpo.tasks.causal.queries.format_query`; STRATEGY names one method of the kind; DERIVATION is a
-certificate in the claim grammar of :mod:`faithgrpo.tasks.certificates.derivation` (the paths found, each with its
+:func:`~faithgrpo.verifier.queries.format_query`; STRATEGY names one method of the kind; DERIVATION is a
+certificate in the claim grammar of :mod:`faithgrpo.verifier.certificates.derivation` (the paths found, each with its
 status given the answer set, the non-descendants, the directed path or cycle, the stratum
 probabilities and ψ), with prose after ``;`` or on lines of its own, and always has at least two
 steps; RESULT and ``<answer>`` carry one valid answer. The random generator picks *which* valid
@@ -24,7 +24,7 @@ answer and the wording, so supervised traces do not collapse onto one answer str
 thousands of gold traces 6/6 under :func:`faithgrpo.rewards.calver.reward.score_trace`.
 
 This module renders the slots and picks the wording; the DERIVATION certificates are built per
-query kind in :mod:`faithgrpo.tasks.certificates.gold_derivations`, the ATE strata in :mod:`faithgrpo.tasks.graphs.strata`.
+query kind in :mod:`faithgrpo.tasks.certificates.gold_derivations`, the ATE strata in :mod:`faithgrpo.verifier.graphs.strata`.
 """
 
 from __future__ import annotations
@@ -34,12 +34,12 @@ import random
 from collections.abc import Mapping
 from typing import Any
 
-from faithgrpo.tasks.causal.answers import format_set
-from faithgrpo.tasks.causal.queries import format_query, load_problem
-from faithgrpo.tasks.causal.query_kinds import QUERY_KINDS
 from faithgrpo.tasks.certificates.gold_derivations import DERIVATION_BUILDERS
 from faithgrpo.tasks.certificates.gold_style import GoldStyle
-from faithgrpo.tasks.graphs.model import CausalGraph, node_sort_key
+from faithgrpo.verifier.answers import format_set
+from faithgrpo.verifier.graphs.model import CausalGraph, node_sort_key
+from faithgrpo.verifier.queries import format_query, load_problem
+from faithgrpo.verifier.query_kinds import QUERY_KINDS
 
 __all__ = [
     "GOLD_FORMAT",
@@ -47,7 +47,7 @@ __all__ = [
 ]
 
 #: Version of what gold traces look like; caches of data and adapters trained on them key on it.
-#: 2: derivations are certificates in the claim grammar of :mod:`faithgrpo.tasks.certificates.derivation`.
+#: 2: derivations are certificates in the claim grammar of :mod:`faithgrpo.verifier.certificates.derivation`.
 #: 3: beyond the path cap, the cap's worth of *shortest* paths is listed (issue 29; lines of
 #: thousands of characters on 200-node networks otherwise); traces within the cap are unchanged.
 #: 4: Knights & Knaves derivations cite the statements and earlier conclusions each claim follows

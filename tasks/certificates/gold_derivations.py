@@ -2,7 +2,7 @@
 
 A builder ``(graph, query, cpts, style) -> (strategy, steps, value)`` picks a valid answer (``style``
 holds the random choices) and writes the certificate for it in the claim grammar of
-:mod:`faithgrpo.tasks.certificates.derivation`: the paths found with their status given the answer set, the
+:mod:`faithgrpo.verifier.certificates.derivation`: the paths found with their status given the answer set, the
 non-descendants, the directed path or cycle, the stratum probabilities and ψ, with prose around the
 claims. :data:`DERIVATION_BUILDERS` maps each query kind to its builder.
 """
@@ -13,14 +13,14 @@ import itertools
 from collections.abc import Mapping
 from typing import Any
 
-from faithgrpo.tasks import graphs as C
-from faithgrpo.tasks.causal.answers import format_set
-from faithgrpo.tasks.causal.query_kinds import QUERY_KINDS
-from faithgrpo.tasks.certificates.derivation import DEFAULT_MAX_PATHS
 from faithgrpo.tasks.certificates.gold_style import GOLD_STRATEGIES, GoldStyle
-from faithgrpo.tasks.graphs.edges import Path
-from faithgrpo.tasks.graphs.model import CausalGraph, node_sort_key
-from faithgrpo.tasks.graphs.strata import stratum_table
+from faithgrpo.verifier import graphs as C
+from faithgrpo.verifier.answers import format_set
+from faithgrpo.verifier.certificates.derivation import DEFAULT_MAX_PATHS
+from faithgrpo.verifier.graphs.edges import Path
+from faithgrpo.verifier.graphs.model import CausalGraph, node_sort_key
+from faithgrpo.verifier.graphs.strata import stratum_table
+from faithgrpo.verifier.query_kinds import QUERY_KINDS
 
 #: Paths spelled out per criterion: the certificate's cap (more paths than this: the shortest ones).
 MAX_LISTED_PATHS = DEFAULT_MAX_PATHS
@@ -40,7 +40,7 @@ def _as_set(v: Any) -> frozenset[str]:
 
 
 # ---------------------------------------------------------------------------------------------
-# claims (the grammar of faithgrpo.tasks.certificates.derivation) and the prose around them
+# claims (the grammar of faithgrpo.verifier.certificates.derivation) and the prose around them
 def _why_blocked(g: CausalGraph, path: Path, z: frozenset[str]) -> str:
     """Prose after ';' (ignored by the checker): the first node that blocks ``path`` given ``z``."""
     for i in range(1, len(path.nodes) - 1):
@@ -71,8 +71,8 @@ def _listed_paths(
     """The paths a certificate lists: all of them (in search order) when there are at most the cap,
     else the cap's worth of *shortest* ones.
 
-    Beyond the cap any distinct ones certify a valid RESULT (:mod:`faithgrpo.tasks.certificates.derivation`); the
-    search order of :func:`~faithgrpo.tasks.graphs.paths.simple_paths` finds long detours first on large
+    Beyond the cap any distinct ones certify a valid RESULT (:mod:`faithgrpo.verifier.certificates.derivation`); the
+    search order of :func:`~faithgrpo.verifier.graphs.paths.simple_paths` finds long detours first on large
     graphs (lines of thousands of characters on a 200-node network), so shortest ones are listed.
     """
     paths: list[Path] = []
@@ -162,7 +162,7 @@ def _open_witness(
 
     Iterative deepening over path length with a distance bound (a node farther from the target than
     the remaining length is not entered), so short witnesses are found before the depth-first order
-    of :func:`~faithgrpo.tasks.graphs.paths.simple_paths` would reach them on large graphs. Only paths
+    of :func:`~faithgrpo.verifier.graphs.paths.simple_paths` would reach them on large graphs. Only paths
     that can still be open are extended: every node of an open path lies in An({x, y} ∪ z), and an
     inner node that already blocks the prefix (a non-collider in ``z``, a collider outside An(z))
     ends the branch. Pruning removes no open path, so the witness is the first open path of the

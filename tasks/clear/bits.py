@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterator
 
-from faithgrpo.tasks.graphs.model import CausalGraph
+from faithgrpo.verifier.graphs.model import CausalGraph
 
 # ---------------------------------------------------------------------------------------------
 # bitmask engine (graphs of CLEAR size: brute force over subsets needs fast predicates)

@@ -9,7 +9,6 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from faithgrpo.tasks.causal.answers import parse_node_set, parse_yes_no
 from faithgrpo.tasks.clear.descriptions import MAX_ITEMS, MAX_TEXT_CHARS, PATH_TASKS, STRUCTURE_TASKS
 from faithgrpo.tasks.clear.questions import option_value, read_question
 from faithgrpo.tasks.clear.truth import (
@@ -34,7 +33,8 @@ from faithgrpo.tasks.clear.values import parse_letter as _parse_letter
 from faithgrpo.tasks.clear.values import parse_path_list as _parse_path_list
 from faithgrpo.tasks.clear.values import single as _single
 from faithgrpo.tasks.clear.verdicts import judge_structure
-from faithgrpo.tasks.graphs.edges import Path
+from faithgrpo.verifier.answers import parse_node_set, parse_yes_no
+from faithgrpo.verifier.graphs.edges import Path
 
 
 # ---------------------------------------------------------------------------------------------

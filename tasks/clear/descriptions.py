@@ -9,8 +9,8 @@ import itertools
 import re
 from typing import Any
 
-from faithgrpo.tasks.graphs.edges import parse_graph
-from faithgrpo.tasks.graphs.model import NODE_RE, CausalGraph, GraphParseError, edges_are_acyclic
+from faithgrpo.verifier.graphs.edges import parse_graph
+from faithgrpo.verifier.graphs.model import NODE_RE, CausalGraph, GraphParseError, edges_are_acyclic
 
 QUESTION_TYPES = ("FO", "FA", "HM", "YN", "EX", "MC")
 STRUCTURE_TASKS = (  # judged by tasks/clear/verdicts.py

@@ -14,7 +14,6 @@ import functools
 import re
 from typing import Any
 
-from faithgrpo.tasks.causal.answers import parse_node, parse_node_set
 from faithgrpo.tasks.clear.descriptions import MAX_GRAPH_NODES, MAX_TEXT_CHARS, parse_description
 from faithgrpo.tasks.clear.values import (
     END,
@@ -27,8 +26,9 @@ from faithgrpo.tasks.clear.values import (
     parse_set,
     path_group,
 )
-from faithgrpo.tasks.graphs.edges import parse_path
-from faithgrpo.tasks.graphs.model import NODE_RE, CausalGraph, GraphParseError, node_sort_key
+from faithgrpo.verifier.answers import parse_node, parse_node_set
+from faithgrpo.verifier.graphs.edges import parse_path
+from faithgrpo.verifier.graphs.model import NODE_RE, CausalGraph, GraphParseError, node_sort_key
 
 EdgeKey = tuple[str, str, str]  # (a, mark, b): "->" tail first; "<->" and "-" with a < b
 _EDGE_MARKS = r"(?:<->|->|<-|--|-|→|←|↔)"

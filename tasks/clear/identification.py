@@ -1,6 +1,6 @@
 """Identifiability of a causal effect P(y | do(x)) in an ADMG: the complete ID criterion.
 
-Pure functions on a :class:`~faithgrpo.tasks.graphs.model.CausalGraph` (directed edges acyclic,
+Pure functions on a :class:`~faithgrpo.verifier.graphs.model.CausalGraph` (directed edges acyclic,
 bi-directed edges for latent confounding). The criterion is Tian & Pearl's c-component
 factorisation with Tian's ``Identify`` (Tian 2002, Alg. 1; Shpitser & Pearl 2006 prove it
 complete, Huang & Valtorta 2006 likewise):
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from faithgrpo.tasks.graphs.model import CausalGraph
+from faithgrpo.verifier.graphs.model import CausalGraph
 
 __all__ = ["identifiable", "non_identifiable_pair"]
 

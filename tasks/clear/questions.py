@@ -13,8 +13,6 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from faithgrpo.tasks import graphs as C
-from faithgrpo.tasks.causal.answers import parse_node_set
 from faithgrpo.tasks.clear.descriptions import (
     CANONICAL_TASK_TYPES,
     MAX_TEXT_CHARS,
@@ -35,8 +33,10 @@ from faithgrpo.tasks.clear.values import (
 )
 from faithgrpo.tasks.clear.values import node_group as _node
 from faithgrpo.tasks.clear.values import path_group as _path
-from faithgrpo.tasks.graphs.edges import Path, parse_path
-from faithgrpo.tasks.graphs.model import GraphParseError
+from faithgrpo.verifier import graphs as C
+from faithgrpo.verifier.answers import parse_node_set
+from faithgrpo.verifier.graphs.edges import Path, parse_path
+from faithgrpo.verifier.graphs.model import GraphParseError
 
 _X, _Y, _V = _node("x"), _node("y"), _node("node")
 _FROM = rf"from\s{_X}\sto\s{_Y}"

@@ -11,7 +11,6 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path as FsPath
 from typing import Any
 
-from faithgrpo.tasks.causal.query_kinds import QUERY_KINDS
 from faithgrpo.tasks.clear.bits import graph_bits
 from faithgrpo.tasks.clear.candidates import judge, listed_answers
 from faithgrpo.tasks.clear.descriptions import ADJUSTMENT_TASKS, STRUCTURE_TASKS
@@ -29,7 +28,8 @@ from faithgrpo.tasks.clear.truth import (
 )
 from faithgrpo.tasks.clear.values import ClearQuestion
 from faithgrpo.tasks.clear.verdicts import structure_expected
-from faithgrpo.tasks.graphs.model import node_sort_key
+from faithgrpo.verifier.graphs.model import node_sort_key
+from faithgrpo.verifier.query_kinds import QUERY_KINDS
 
 __all__ = [
     "evaluate_file",
@@ -55,7 +55,7 @@ def to_problem(record: Mapping[str, Any]) -> dict[str, Any] | None:
     Y?``) and the ancestor / descendant YN records of ``2_node_relation`` (``Is node W one of
     ancestors of node V?`` asks for a directed path W to V; descendants, V to W). ``cycle`` FO
     records (``Find one cycle in this graph.``) become ``cycle`` queries. A variant is written only
-    when it is not ``"any"``; a combination that :mod:`faithgrpo.tasks.causal.queries` does not
+    when it is not ``"any"``; a combination that :mod:`faithgrpo.verifier.queries` does not
     accept (``check_query`` raises) gives ``None``.
 
     Not converted (``None``), because no query kind asks the question: backdoor/frontdoor YN

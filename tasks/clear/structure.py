@@ -13,7 +13,7 @@ import itertools
 from collections.abc import Iterable
 
 from faithgrpo.tasks.clear.bits import PathKey, graph_bits
-from faithgrpo.tasks.graphs.model import CausalGraph, node_sort_key
+from faithgrpo.verifier.graphs.model import CausalGraph, node_sort_key
 
 __all__ = [
     "RELATIONS",

@@ -10,7 +10,6 @@ import itertools
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from faithgrpo.tasks import graphs as C
 from faithgrpo.tasks.clear.bits import PathKey, bits_of, graph_bits
 from faithgrpo.tasks.clear.descriptions import (
     ACYCLIC_TYPES,
@@ -20,8 +19,9 @@ from faithgrpo.tasks.clear.descriptions import (
     PATH_TASKS,
 )
 from faithgrpo.tasks.clear.questions import ClearQuestion
-from faithgrpo.tasks.graphs.edges import Path
-from faithgrpo.tasks.graphs.model import CausalGraph, node_sort_key
+from faithgrpo.verifier import graphs as C
+from faithgrpo.verifier.graphs.edges import Path
+from faithgrpo.verifier.graphs.model import CausalGraph, node_sort_key
 
 
 # ---------------------------------------------------------------------------------------------

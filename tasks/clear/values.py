@@ -13,11 +13,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from faithgrpo.tasks.causal.answers import parse_node_set
 from faithgrpo.tasks.clear.bits import PathKey
 from faithgrpo.tasks.clear.descriptions import MAX_ITEMS, MAX_TEXT_CHARS
-from faithgrpo.tasks.graphs.edges import Path, parse_path
-from faithgrpo.tasks.graphs.model import CausalGraph, GraphParseError
+from faithgrpo.verifier.answers import parse_node_set
+from faithgrpo.verifier.graphs.edges import Path, parse_path
+from faithgrpo.verifier.graphs.model import CausalGraph, GraphParseError
 
 
 # ---------------------------------------------------------------------------------------------
@@ -37,7 +37,7 @@ class ClearQuestion:
         path: the path a ``blocked_path`` question is about.
         variant: ``"any"``, ``"minimal"``/``"maximal"`` (sets), ``"shortest"``/``"longest"`` (paths).
         claim: what a YN question asks about: a set (``frozenset``), a path
-            (:class:`~faithgrpo.tasks.graphs.edges.Path`), a node name (kinship, ``node``), a triple
+            (:class:`~faithgrpo.verifier.graphs.edges.Path`), a node name (kinship, ``node``), a triple
             of names (``3_node_relation``), an edge key (``edge``), an order (a tuple of names,
             ``topological``) or a graph (``markov_equivalent``); ``None`` for questions without one
             (existence, ``Is it a C-component?``).

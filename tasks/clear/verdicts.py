@@ -12,7 +12,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from faithgrpo.tasks.causal.answers import parse_node, parse_yes_no
 from faithgrpo.tasks.clear.descriptions import MAX_ITEMS, MAX_PATHS, MAX_TEXT_CHARS, parse_description
 from faithgrpo.tasks.clear.forms import EdgeKey, option_reader, parse_edge, parse_names
 from faithgrpo.tasks.clear.identification import non_identifiable_pair
@@ -39,8 +38,9 @@ from faithgrpo.tasks.clear.values import (
     parse_set,
     single,
 )
-from faithgrpo.tasks.graphs.edges import Path
-from faithgrpo.tasks.graphs.model import CausalGraph, GraphParseError, node_sort_key
+from faithgrpo.verifier.answers import parse_node, parse_yes_no
+from faithgrpo.verifier.graphs.edges import Path
+from faithgrpo.verifier.graphs.model import CausalGraph, GraphParseError, node_sort_key
 
 __all__ = [
     "judge_structure",

@@ -41,7 +41,7 @@ Names and role words are case-insensitive. ``ASSIGNMENT`` items read ``Name=role
 puzzle's own terms in reasoning-gym's format and is graded with reasoning-gym's ``score_answer``.
 
 **One answer.** ASSIGNMENT and ``<answer>`` each commit to one assignment: text that offers
-alternatives (:func:`faithgrpo.tasks.causal.answers.offers_alternatives`: the words ``or``, ``either``,
+alternatives (:func:`faithgrpo.verifier.answers.offers_alternatives`: the words ``or``, ``either``,
 ``otherwise``, ``alternatively``, ``unless``, ``vice versa``, or ``/``) is no assignment, and such
 an ``<answer>`` is wrong (also for the outcome reward), whatever its first option says.
 

@@ -12,7 +12,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from faithgrpo.tasks.causal.answers import offers_alternatives
 from faithgrpo.tasks.knights_knaves.logic import (
     MAX_PEOPLE,
     Assignment,
@@ -23,6 +22,7 @@ from faithgrpo.tasks.knights_knaves.logic import (
     normalize_statement,
     statement_table,
 )
+from faithgrpo.verifier.answers import offers_alternatives
 
 MAX_ANSWER_CHARS = 2_000
 
@@ -322,7 +322,7 @@ def kk_score_answer(answer: str | None, metadata: Any, assignment: Sequence[bool
 
     Returns:
         reasoning-gym's score in [0, 1] (1.0 = every role right; it gives partial credit below that);
-        0.0 for an answer that offers alternatives (:func:`faithgrpo.tasks.causal.answers.offers_alternatives`:
+        0.0 for an answer that offers alternatives (:func:`faithgrpo.verifier.answers.offers_alternatives`:
         "or", "either", "vice versa", "/", ...), which reasoning-gym would read as its first option.
     """
     if not isinstance(answer, str) or not answer or len(answer) > MAX_ANSWER_CHARS:

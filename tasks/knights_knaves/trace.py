@@ -9,11 +9,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from faithgrpo.tasks.causal.answers import offers_alternatives
 from faithgrpo.tasks.knights_knaves.formulas import formula_shape, parse_formula_tokens, parse_kk_formula
 from faithgrpo.tasks.knights_knaves.logic import Assignment, statement_table
 from faithgrpo.tasks.knights_knaves.puzzle import KKPuzzle, as_puzzle, memoised, remember
 from faithgrpo.text import completion_text, extract_answer, extract_think
+from faithgrpo.verifier.answers import offers_alternatives
 
 SLOT_NAMES = ("STATEMENTS", "STRATEGY", "DERIVATION", "ASSIGNMENT")
 

@@ -2,7 +2,7 @@
 
 One job: for each causal query kind, ``check(graph, query, cpts)`` (raises ``ValueError``),
 ``valid(graph, query, value, cpts)`` and ``enumerate(graph, query, limit, max_checks, cpts)``. The
-kinds, their fields and when an answer is valid are documented in :mod:`faithgrpo.tasks.causal.queries`,
+kinds, their fields and when an answer is valid are documented in :mod:`faithgrpo.verifier.queries`,
 whose ``QUERY_KINDS`` table wires these functions together.
 """
 
@@ -12,8 +12,8 @@ import itertools
 import math
 from collections.abc import Callable, Mapping
 
-from faithgrpo.tasks import graphs as C
-from faithgrpo.tasks.graphs.model import CausalGraph, node_sort_key
+from faithgrpo.verifier import graphs as C
+from faithgrpo.verifier.graphs.model import CausalGraph, node_sort_key
 
 
 # ---------------------------------------------------------------------------------------------

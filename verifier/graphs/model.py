@@ -2,7 +2,7 @@
 
 A :class:`CausalGraph` is an immutable value: a kind, an ordered tuple of node names, a set of
 directed edges and a set of bidirected edges. It is the one graph type the task generators, the
-CALVER trace scorer, the query predicates (:mod:`faithgrpo.tasks.graphs.criteria`) and the CLEAR adapter
+CALVER trace scorer, the query predicates (:mod:`faithgrpo.verifier.graphs.criteria`) and the CLEAR adapter
 share.
 
 Kinds
@@ -19,8 +19,8 @@ Kinds
 Self loops are never allowed. Node names are ASCII letters, digits and underscores
 (``[A-Za-z0-9_]+``).
 
-Edge text is read by :func:`faithgrpo.tasks.graphs.edges.parse_graph`; the package face
-:mod:`faithgrpo.tasks.graphs` exposes both modules' public names.
+Edge text is read by :func:`faithgrpo.verifier.graphs.edges.parse_graph`; the package face
+:mod:`faithgrpo.verifier.graphs` exposes both modules' public names.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The DERIVATION claim grammar and its parser: derivation lines to :class:`Claim` objects.
 
 One job: read claims (no truth, no certification). The grammar is documented in
-:mod:`faithgrpo.tasks.certificates.derivation`; the package face is :mod:`faithgrpo.tasks.certificates`.
+:mod:`faithgrpo.verifier.certificates.derivation`; the package face is :mod:`faithgrpo.verifier.certificates`.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from faithgrpo.tasks.causal.answers import parse_node_set
-from faithgrpo.tasks.graphs.edges import Path, parse_path
-from faithgrpo.tasks.graphs.model import GraphParseError
+from faithgrpo.verifier.answers import parse_node_set
+from faithgrpo.verifier.graphs.edges import Path, parse_path
+from faithgrpo.verifier.graphs.model import GraphParseError
 
 MAX_CLAIM_LINES = 512
 MAX_LINE_CHARS = 2_000

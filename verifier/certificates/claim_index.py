@@ -1,13 +1,13 @@
 """The true claims of a derivation indexed for certification: which paths, sets and facts they state.
 
 One job: look claims up by kind and arguments (no parsing, no truth, no certification). The grammar
-is documented in :mod:`faithgrpo.tasks.certificates.derivation`.
+is documented in :mod:`faithgrpo.verifier.certificates.derivation`.
 """
 
 from __future__ import annotations
 
-from faithgrpo.tasks.certificates.claims import Claim
-from faithgrpo.tasks.graphs.edges import Path
+from faithgrpo.verifier.certificates.claims import Claim
+from faithgrpo.verifier.graphs.edges import Path
 
 
 def _oriented(path: Path, x: str) -> Path:

@@ -13,7 +13,7 @@ import random
 from collections.abc import Sequence
 from typing import Protocol
 
-from faithgrpo.tasks.graphs.model import CausalGraph, node_sort_key
+from faithgrpo.verifier.graphs.model import CausalGraph, node_sort_key
 
 __all__ = ["FAMILIES", "GraphShape", "make_graph"]
 

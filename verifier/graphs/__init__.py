@@ -1,8 +1,8 @@
 """Causal graphs: the graph type and its edge text, graph criteria (d-/m-separation, paths,
 mediators and cycles, backdoor and front-door adjustment, ATE), random graph families and ATE strata."""
 
-from faithgrpo.tasks.graphs.ate import MAX_ATE_VARIABLES, adjusted_ate, interventional_ate, validate_cpts
-from faithgrpo.tasks.graphs.criteria import (
+from faithgrpo.verifier.graphs.ate import MAX_ATE_VARIABLES, adjusted_ate, interventional_ate, validate_cpts
+from faithgrpo.verifier.graphs.criteria import (
     ate_certificate,
     backdoor_candidates,
     frontdoor_candidates,
@@ -19,9 +19,9 @@ from faithgrpo.tasks.graphs.criteria import (
     minimal_frontdoor_set,
     open_backdoor_path,
 )
-from faithgrpo.tasks.graphs.edges import MAX_CHARS, MAX_EDGES, MAX_NODES, Path, parse_graph, parse_path
-from faithgrpo.tasks.graphs.families import FAMILIES, make_graph
-from faithgrpo.tasks.graphs.model import (
+from faithgrpo.verifier.graphs.edges import MAX_CHARS, MAX_EDGES, MAX_NODES, Path, parse_graph, parse_path
+from faithgrpo.verifier.graphs.families import FAMILIES, make_graph
+from faithgrpo.verifier.graphs.model import (
     GRAPH_KINDS,
     NODE_RE,
     CausalGraph,
@@ -29,7 +29,7 @@ from faithgrpo.tasks.graphs.model import (
     edges_are_acyclic,
     node_sort_key,
 )
-from faithgrpo.tasks.graphs.paths import (
+from faithgrpo.verifier.graphs.paths import (
     backdoor_paths,
     directed_paths,
     find_directed_cycle,
@@ -47,7 +47,7 @@ from faithgrpo.tasks.graphs.paths import (
     simple_cycles,
     simple_paths,
 )
-from faithgrpo.tasks.graphs.separation import (
+from faithgrpo.verifier.graphs.separation import (
     canonical_dag,
     d_separated,
     is_d_separator,
@@ -58,7 +58,7 @@ from faithgrpo.tasks.graphs.separation import (
     minimal_d_separator,
     minimal_m_separator,
 )
-from faithgrpo.tasks.graphs.strata import stratum_table
+from faithgrpo.verifier.graphs.strata import stratum_table
 
 __all__ = [
     "FAMILIES",

@@ -45,7 +45,7 @@ the point for an invalid RESULT, on any graph size; within the cap the claims al
   claim, and for each other node v (not in Z, not X, Y or a descendant of X) a backdoor path claimed
   open given Z ∪ {v} (in a DAG the maximal set is every such node, so nothing is left to show).
   One-node additions decide maximality, in ADMGs too (proof in
-  :func:`~faithgrpo.tasks.graphs.criteria.is_maximal_backdoor_set`).
+  :func:`~faithgrpo.verifier.graphs.criteria.is_maximal_backdoor_set`).
 * ``frontdoor_set`` Z: every directed path X…Y claimed (``directed path``) and each passes through Z
   (or ``no directed path from X to Y``); for each z, every backdoor path X…z blocked given {} and
   every backdoor path z…Y blocked given {X} (or the ``no backdoor path`` claims). *minimal*: for
@@ -77,19 +77,19 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from faithgrpo.tasks import graphs as C
-from faithgrpo.tasks.causal.answers import format_set
-from faithgrpo.tasks.causal.query_kinds import QUERY_KINDS
-from faithgrpo.tasks.certificates.claim_checks import (
+from faithgrpo.verifier import graphs as C
+from faithgrpo.verifier.answers import format_set
+from faithgrpo.verifier.certificates.claim_checks import (
     ClaimContext,
     claim_probability,
     claim_verdict,
     unknown_nodes,
 )
-from faithgrpo.tasks.certificates.claim_index import ClaimIndex
-from faithgrpo.tasks.certificates.claims import Claim, parse_claims
-from faithgrpo.tasks.graphs.edges import Path
-from faithgrpo.tasks.graphs.model import CausalGraph, node_sort_key
+from faithgrpo.verifier.certificates.claim_index import ClaimIndex
+from faithgrpo.verifier.certificates.claims import Claim, parse_claims
+from faithgrpo.verifier.graphs.edges import Path
+from faithgrpo.verifier.graphs.model import CausalGraph, node_sort_key
+from faithgrpo.verifier.query_kinds import QUERY_KINDS
 
 __all__ = [
     "DEFAULT_MAX_PATHS",

@@ -1,9 +1,9 @@
-"""Graphical criteria over :class:`~faithgrpo.tasks.graphs.model.CausalGraph`: separation, adjustment, paths, cycles, ATE.
+"""Graphical criteria over :class:`~faithgrpo.verifier.graphs.model.CausalGraph`: separation, adjustment, paths, cycles, ATE.
 
 Every function is pure. Node arguments accept a single name or an iterable of names; an unknown
 node or an argument that makes no sense for the graph kind raises ``ValueError`` (these are
 *caller* errors; code grading model output checks membership first, see
-:mod:`faithgrpo.tasks.causal.queries`). Set-validity predicates (``is_backdoor_set`` and friends) return
+:mod:`faithgrpo.verifier.queries`). Set-validity predicates (``is_backdoor_set`` and friends) return
 ``False`` when the candidate set contains the treatment or outcome.
 
 Engine: m-separation in an ADMG is d-separation in its *canonical DAG* (:func:`canonical_dag`),
@@ -16,7 +16,7 @@ large graphs (docs/performance.md). The tests check them against networkx on the
 path enumeration. Backdoor and front-door criteria reduce to separation in graphs with some
 outgoing edges removed (Pearl 2009, §3.3).
 
-Paths are :class:`~faithgrpo.tasks.graphs.edges.Path` values; a path is *blocked* by ``Z`` when some
+Paths are :class:`~faithgrpo.verifier.graphs.edges.Path` values; a path is *blocked* by ``Z`` when some
 inner node is a non-collider in ``Z``, or some inner collider has neither itself nor a descendant in
 ``Z``; a collider is a node with arrowheads from both sides (``-> v <-``, ``-> v <->``,
 ``<-> v <-``, ``<-> v <->``).
@@ -51,11 +51,11 @@ import itertools
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from faithgrpo.tasks.graphs.ate import adjusted_ate_on_table, checked_cpts
-from faithgrpo.tasks.graphs.edges import Path
-from faithgrpo.tasks.graphs.model import CausalGraph, node_sort_key
-from faithgrpo.tasks.graphs.paths import path_is_blocked, simple_paths
-from faithgrpo.tasks.graphs.separation import (
+from faithgrpo.verifier.graphs.ate import adjusted_ate_on_table, checked_cpts
+from faithgrpo.verifier.graphs.edges import Path
+from faithgrpo.verifier.graphs.model import CausalGraph, node_sort_key
+from faithgrpo.verifier.graphs.paths import path_is_blocked, simple_paths
+from faithgrpo.verifier.graphs.separation import (
     checked_node,
     checked_nodes,
     find_minimal_separator,
@@ -106,7 +106,7 @@ def is_backdoor_set(g: CausalGraph, x: str, y: str, zs: Iterable[str]) -> bool:
         ValueError: unknown nodes, x == y, or a DG.
 
     Example:
-        >>> from faithgrpo.tasks.graphs.edges import parse_graph
+        >>> from faithgrpo.verifier.graphs.edges import parse_graph
         >>> g = parse_graph("U -> X; U -> Y; X -> M -> Y")
         >>> is_backdoor_set(g, "X", "Y", {"U"}), is_backdoor_set(g, "X", "Y", {"U", "M"})
         (True, False)
@@ -263,7 +263,7 @@ def is_frontdoor_set(g: CausalGraph, x: str, y: str, zs: Iterable[str]) -> bool:
     Complexity: ``O(|Z| (|V| + |E|))``.
 
     Example:
-        >>> from faithgrpo.tasks.graphs.edges import parse_graph
+        >>> from faithgrpo.verifier.graphs.edges import parse_graph
         >>> g = parse_graph("X -> T -> Y; X <-> Y")  # smoking -> tar -> cancer, hidden genotype
         >>> is_frontdoor_set(g, "X", "Y", {"T"})
         True
@@ -404,7 +404,7 @@ def ate_certificate(
             negative margin. These are problem-construction errors, not answer errors.
 
     Example:
-        >>> from faithgrpo.tasks.graphs.edges import parse_graph
+        >>> from faithgrpo.verifier.graphs.edges import parse_graph
         >>> g = parse_graph("X -> Y")
         >>> cpts = {"X": {"parents": [], "p1": 0.5}, "Y": {"parents": ["X"], "p1": {"0": 0.2, "1": 0.7}}}
         >>> ate_certificate(g, cpts, "X", "Y", [], threshold=0.3, margin=0.05)

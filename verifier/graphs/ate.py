@@ -1,13 +1,13 @@
 """Binary Bayesian networks: CPT validation, the adjustment-formula ATE and the interventional ATE.
 
 Definitions: with the observational distribution given by binary CPTs (the CPT JSON format is in
-the "Binary Bayesian networks" section of :mod:`faithgrpo.tasks.graphs.criteria`), the adjustment formula
+the "Binary Bayesian networks" section of :mod:`faithgrpo.verifier.graphs.criteria`), the adjustment formula
 gives ``ψ = Σ_z [P(y=1 | x=1, z) − P(y=1 | x=0, z)] P(z)`` (Pearl 2009, Eq. 3.19) and the
 truncated factorisation gives ``P(y=1 | do(x=1)) − P(y=1 | do(x=0))`` (Pearl 2009, Eq. 3.10), both
 by variable elimination (``numpy.einsum``) over at most :data:`MAX_ATE_VARIABLES` variables.
 
 The graph criteria as a whole, including the ATE certificate built on these, are in
-:mod:`faithgrpo.tasks.graphs.criteria`; the package face :mod:`faithgrpo.tasks.graphs` exposes
+:mod:`faithgrpo.verifier.graphs.criteria`; the package face :mod:`faithgrpo.verifier.graphs` exposes
 the public names of all four modules.
 
 References
@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from faithgrpo.tasks.graphs.model import CausalGraph, node_sort_key
+from faithgrpo.verifier.graphs.model import CausalGraph, node_sort_key
 
 MAX_ATE_VARIABLES = 40  # einsum labels are limited to 52; 40 leaves room and bounds the work
 

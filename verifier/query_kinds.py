@@ -2,8 +2,8 @@
 
 A kind bundles its query fields, the graph types it applies to, the methods a STRATEGY may name,
 its answer grammar, and three predicates over a graph (the query's check, an answer's validity,
-enumeration of valid answers), which live in :mod:`faithgrpo.tasks.causal.query_predicates`. The table of
-kinds and their fields is in :mod:`faithgrpo.tasks.causal.queries`.
+enumeration of valid answers), which live in :mod:`faithgrpo.verifier.query_predicates`. The table of
+kinds and their fields is in :mod:`faithgrpo.verifier.queries`.
 """
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from faithgrpo.tasks.causal.answers import FORMATTERS, MEMO_TEXT_CHARS, PARSERS
-from faithgrpo.tasks.causal.query_predicates import (
+from faithgrpo.verifier.answers import FORMATTERS, MEMO_TEXT_CHARS, PARSERS
+from faithgrpo.verifier.graphs.model import CausalGraph
+from faithgrpo.verifier.query_predicates import (
     check_ate,
     check_ci,
     check_cycle,
@@ -38,8 +39,7 @@ from faithgrpo.tasks.causal.query_predicates import (
     valid_mediator,
     valid_sep,
 )
-from faithgrpo.tasks.causal.strategy_methods import cached_strategy_problem, strategy_check
-from faithgrpo.tasks.graphs.model import CausalGraph
+from faithgrpo.verifier.strategy_methods import cached_strategy_problem, strategy_check
 
 __all__ = ["QUERY_KINDS", "QueryKind"]
 
@@ -156,7 +156,7 @@ class QueryKind:
             ValueError: a malformed query.
 
         Example:
-            >>> from faithgrpo.tasks.graphs.edges import parse_graph
+            >>> from faithgrpo.verifier.graphs.edges import parse_graph
             >>> g = parse_graph("A -> X; B -> X; A -> Y; B -> Y; X -> Y")
             >>> q = {"kind": "backdoor_set", "treatment": "X", "outcome": "Y"}
             >>> [QUERY_KINDS["backdoor_set"].format_answer(v) for v in QUERY_KINDS["backdoor_set"].valid_answers(g, q)]

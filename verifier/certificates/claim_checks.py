@@ -1,8 +1,8 @@
 """The truth of single DERIVATION claims on a problem: the checking context and each claim's verdict.
 
 One job: decide whether one parsed claim is true on the verification graph and CPTs (no
-certification). The grammar and the truth rules are documented in :mod:`faithgrpo.tasks.certificates.derivation`,
-the package face is :mod:`faithgrpo.tasks.certificates`.
+certification). The grammar and the truth rules are documented in :mod:`faithgrpo.verifier.certificates.derivation`,
+the package face is :mod:`faithgrpo.verifier.certificates`.
 """
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ import functools
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from faithgrpo.tasks import graphs as C
-from faithgrpo.tasks.causal.answers import format_set
-from faithgrpo.tasks.certificates.claims import Claim
-from faithgrpo.tasks.graphs.ate import checked_cpts, joint_marginal
-from faithgrpo.tasks.graphs.edges import Path
-from faithgrpo.tasks.graphs.model import CausalGraph, node_sort_key
+from faithgrpo.verifier import graphs as C
+from faithgrpo.verifier.answers import format_set
+from faithgrpo.verifier.certificates.claims import Claim
+from faithgrpo.verifier.graphs.ate import checked_cpts, joint_marginal
+from faithgrpo.verifier.graphs.edges import Path
+from faithgrpo.verifier.graphs.model import CausalGraph, node_sort_key
 
 PROB_TOLERANCE = 0.002  # three printed decimals plus float error
 

@@ -1,8 +1,8 @@
 """Edge text for causal graphs: a bounded parser (:func:`parse_graph`), and paths (:class:`Path`).
 
-The graph type itself, :class:`~faithgrpo.tasks.graphs.model.CausalGraph` (kinds DAG, ADMG, DG, and
-their well-formedness rules), lives in :mod:`faithgrpo.tasks.graphs.model` (import it from there, or from
-:mod:`faithgrpo.tasks.graphs`).
+The graph type itself, :class:`~faithgrpo.verifier.graphs.model.CausalGraph` (kinds DAG, ADMG, DG, and
+their well-formedness rules), lives in :mod:`faithgrpo.verifier.graphs.model` (import it from there, or from
+:mod:`faithgrpo.verifier.graphs`).
 
 Edge-text grammar (what :func:`parse_graph` reads)
 --------------------------------------------------
@@ -25,7 +25,13 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from faithgrpo.tasks.graphs.model import GRAPH_KINDS, NODE_RE, CausalGraph, GraphParseError, edges_are_acyclic
+from faithgrpo.verifier.graphs.model import (
+    GRAPH_KINDS,
+    NODE_RE,
+    CausalGraph,
+    GraphParseError,
+    edges_are_acyclic,
+)
 
 __all__ = [
     "MAX_CHARS",
@@ -215,7 +221,7 @@ class Path:
 
     Each mark is ``"->"`` (edge ``nodes[i] -> nodes[i+1]``), ``"<-"`` (edge ``nodes[i+1] -> nodes[i]``)
     or ``"<->"``. Listing marks (not just nodes) keeps paths in ADMGs with bows unambiguous.
-    Whether the path exists in a graph is :func:`faithgrpo.tasks.graphs.paths.is_path`'s job.
+    Whether the path exists in a graph is :func:`faithgrpo.verifier.graphs.paths.is_path`'s job.
 
     Example:
         >>> p = parse_path("X<-U->Y")

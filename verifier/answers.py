@@ -2,7 +2,7 @@
 
 One job: turn answer text into a value (node set, yes/no, node, cycle, ate decision and ψ) and a
 value back into its canonical string. The accepted formats, the canonical forms and the query kinds
-that use them are documented in :mod:`faithgrpo.tasks.causal.queries`.
+that use them are documented in :mod:`faithgrpo.verifier.queries`.
 """
 
 from __future__ import annotations
@@ -13,13 +13,13 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from faithgrpo.tasks.graphs.edges import parse_path
-from faithgrpo.tasks.graphs.model import NODE_RE, GraphParseError, node_sort_key
+from faithgrpo.verifier.graphs.edges import parse_path
+from faithgrpo.verifier.graphs.model import NODE_RE, GraphParseError, node_sort_key
 
 MAX_ANSWER_CHARS = 4_096
 MAX_SET_SIZE = 256
 # answers (and STRATEGY texts) longer than this are not memoised; see the memos in
-# faithgrpo.tasks.causal.queries
+# faithgrpo.verifier.queries
 MEMO_TEXT_CHARS = 512
 
 # ---------------------------------------------------------------------------------------------

@@ -1,13 +1,13 @@
-"""d-separation and m-separation over :class:`~faithgrpo.tasks.graphs.model.CausalGraph`, with minimal separators.
+"""d-separation and m-separation over :class:`~faithgrpo.verifier.graphs.model.CausalGraph`, with minimal separators.
 
 Definitions: ``Z`` d-separates X and Y in a DAG when every path between them is blocked by Z (Pearl
 2009, Def. 1.2.3); m-separation is the same for ADMGs, colliders read from arrowheads (Richardson
 2003), i.e. d-separation in the canonical DAG (:func:`canonical_dag`). A minimal separator is one
 with no proper subset that separates. Also home to the node-argument helpers and the linear-time
-reachability engine (Bayes-ball) that the rest of :mod:`faithgrpo.tasks.graphs.criteria` builds on.
+reachability engine (Bayes-ball) that the rest of :mod:`faithgrpo.verifier.graphs.criteria` builds on.
 
 The graph criteria as a whole, their conventions and complexity are described in
-:mod:`faithgrpo.tasks.graphs.criteria`; the package face :mod:`faithgrpo.tasks.graphs` exposes
+:mod:`faithgrpo.verifier.graphs.criteria`; the package face :mod:`faithgrpo.verifier.graphs` exposes
 the public names of all four modules.
 
 References
@@ -26,7 +26,7 @@ from collections.abc import Iterable
 
 import networkx as nx
 
-from faithgrpo.tasks.graphs.model import CausalGraph, node_sort_key
+from faithgrpo.verifier.graphs.model import CausalGraph, node_sort_key
 
 
 # ---------------------------------------------------------------------------------------------
@@ -203,7 +203,7 @@ def d_separated(
             :func:`m_separated` for ADMGs).
 
     Example:
-        >>> from faithgrpo.tasks.graphs.edges import parse_graph
+        >>> from faithgrpo.verifier.graphs.edges import parse_graph
         >>> g = parse_graph("X -> M -> Y")
         >>> d_separated(g, "X", "Y", ["M"]), d_separated(g, "X", "Y")
         (True, False)
@@ -228,7 +228,7 @@ def m_separated(
         ValueError: unknown nodes, overlapping or empty sets, or a DG.
 
     Example:
-        >>> from faithgrpo.tasks.graphs.edges import parse_graph
+        >>> from faithgrpo.verifier.graphs.edges import parse_graph
         >>> g = parse_graph("X -> M; M <-> Y")
         >>> m_separated(g, "X", "Y", ["M"]), m_separated(g, "X", "Y")
         (False, True)

@@ -2,7 +2,7 @@
 
 One job: find the method names of :data:`METHOD_GROUPS` in a STRATEGY text (:func:`named_methods`)
 and judge it for one kind (:func:`strategy_check`, memoised as :func:`cached_strategy_problem`). The
-contract is ``QueryKind.strategy_problem``, documented in :mod:`faithgrpo.tasks.causal.queries`.
+contract is ``QueryKind.strategy_problem``, documented in :mod:`faithgrpo.verifier.queries`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import re
 import unicodedata
 from typing import Any
 
-from faithgrpo.tasks.causal.answers import MAX_ANSWER_CHARS
+from faithgrpo.verifier.answers import MAX_ANSWER_CHARS
 
 _STRATEGY_NORM_RE = re.compile(r"[^a-z0-9]+")
 

@@ -55,7 +55,7 @@ offers alternatives parses to ``None``, so it fails CALVER's result and answer c
 V``, ``A / B``, ``either yes or no``; inside a set's braces every word is a node name), or, in a
 yes/no or ate answer, verdicts of both kinds (``yes``/``true`` and ``no``/``false``; a ``no``,
 ``true`` or ``false`` followed by a word, as in ``no open path``, is prose), or, for a set, anything
-after its block (a second set after prose); see :func:`~faithgrpo.tasks.causal.answers.offers_alternatives`.
+after its block (a second set after prose); see :func:`~faithgrpo.verifier.answers.offers_alternatives`.
 A node or a cycle is one answer by its grammar (names and arrows only).
 The low-level readers (``parse_node_set``, ``parse_yes_no``, ...) stay lenient for claims and CLEAR.
 
@@ -63,8 +63,8 @@ Canonical forms (``format_answer``, used for plurality voting and exact match): 
 in natural node order (``{}`` when empty), ``yes``/``no``, a node name, cycles ``A -> B -> C -> A``
 rotated to start at their smallest node.
 
-Each kind is a :class:`~faithgrpo.tasks.causal.query_kinds.QueryKind` in ``QUERY_KINDS``
-(:mod:`faithgrpo.tasks.causal.query_kinds`); this module restates, parses and grades.
+Each kind is a :class:`~faithgrpo.verifier.query_kinds.QueryKind` in ``QUERY_KINDS``
+(:mod:`faithgrpo.verifier.query_kinds`); this module restates, parses and grades.
 
 Queries are restated in traces as ``kind(field=value, ...)`` (see :func:`format_query` and
 :func:`parse_query`), e.g. ``backdoor_set(treatment=X, outcome=Y, variant=minimal)``.
@@ -78,11 +78,11 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from faithgrpo.tasks.causal.answers import MEMO_TEXT_CHARS, QUOTES, format_set, parse_node_set
-from faithgrpo.tasks.causal.query_kinds import QUERY_KINDS, QueryKind
-from faithgrpo.tasks.causal.query_predicates import query_variant
-from faithgrpo.tasks.graphs.model import CausalGraph, node_sort_key
 from faithgrpo.text import extract_answer
+from faithgrpo.verifier.answers import MEMO_TEXT_CHARS, QUOTES, format_set, parse_node_set
+from faithgrpo.verifier.graphs.model import CausalGraph, node_sort_key
+from faithgrpo.verifier.query_kinds import QUERY_KINDS, QueryKind
+from faithgrpo.verifier.query_predicates import query_variant
 
 __all__ = [
     "MODES",

@@ -4,7 +4,7 @@ The gold ATE traces (:mod:`faithgrpo.tasks.certificates.gold_derivations`) spell
 adjustment set, ``P(z)``, ``P(y=1 | x=1, z)`` and ``P(y=1 | x=0, z)``, then
 ``ψ = Σ_z [P(y=1|x=1,z) − P(y=1|x=0,z)] P(z)`` (Pearl 2009, Eq. 3.19). The probabilities come from
 enumerating every assignment of the ancestral closure of ``{x, y} ∪ z`` (2^k rows): independent of
-the einsum route :mod:`faithgrpo.tasks.graphs.ate` takes, which the verifier uses.
+the einsum route :mod:`faithgrpo.verifier.graphs.ate` takes, which the verifier uses.
 
 CPTs are ``{variable: {"parents": [...], "p1": P(v=1 | parents)}}`` with ``p1`` a number (no parents)
 or a mapping from comma-joined parent bits (``"0,1"``, in ``itertools.product`` order) to a number.
@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from faithgrpo.tasks.graphs.model import node_sort_key
+from faithgrpo.verifier.graphs.model import node_sort_key
 
 __all__ = ["stratum_table"]
 

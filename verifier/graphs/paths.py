@@ -1,6 +1,6 @@
-"""Paths, directed paths, mediators, directed cycles and Markov blankets in a :class:`~faithgrpo.tasks.graphs.model.CausalGraph`.
+"""Paths, directed paths, mediators, directed cycles and Markov blankets in a :class:`~faithgrpo.verifier.graphs.model.CausalGraph`.
 
-Definitions: a path is a :class:`~faithgrpo.tasks.graphs.edges.Path` of distinct nodes joined by edges of
+Definitions: a path is a :class:`~faithgrpo.verifier.graphs.edges.Path` of distinct nodes joined by edges of
 the graph; it is *blocked* by ``Z`` when some inner node is a non-collider in ``Z``, or some inner
 collider has neither itself nor a descendant in ``Z`` (Pearl 2009, Def. 1.2.3; Richardson 2003 for
 bidirected edges). A backdoor path starts with an arrowhead into the treatment (Pearl 2009, Def.
@@ -8,7 +8,7 @@ bidirected edges). A backdoor path starts with an arrowhead into the treatment (
 the set of nodes joined to v by a path whose inner nodes are all colliders (Pellet & Elisseeff 2008).
 
 The graph criteria as a whole, their conventions and complexity are described in
-:mod:`faithgrpo.tasks.graphs.criteria`; the package face :mod:`faithgrpo.tasks.graphs` exposes
+:mod:`faithgrpo.verifier.graphs.criteria`; the package face :mod:`faithgrpo.verifier.graphs` exposes
 the public names of all four modules.
 
 References
@@ -27,9 +27,9 @@ from collections.abc import Iterable, Iterator, Mapping
 
 import networkx as nx
 
-from faithgrpo.tasks.graphs.edges import Path
-from faithgrpo.tasks.graphs.model import CausalGraph, node_sort_key
-from faithgrpo.tasks.graphs.separation import checked_node, checked_nodes, require_acyclic
+from faithgrpo.verifier.graphs.edges import Path
+from faithgrpo.verifier.graphs.model import CausalGraph, node_sort_key
+from faithgrpo.verifier.graphs.separation import checked_node, checked_nodes, require_acyclic
 
 
 # ---------------------------------------------------------------------------------------------
@@ -177,7 +177,7 @@ def backdoor_paths(g: CausalGraph, x: str, y: str, *, limit: int = 10_000) -> li
     Complexity: output-sensitive DFS, bounded by ``limit``.
 
     Example:
-        >>> from faithgrpo.tasks.graphs.edges import parse_graph
+        >>> from faithgrpo.verifier.graphs.edges import parse_graph
         >>> [str(p) for p in backdoor_paths(parse_graph("U -> X; U -> Y; X -> Y"), "X", "Y")]
         ['X <- U -> Y']
     """
@@ -265,7 +265,7 @@ def markov_blanket(g: CausalGraph, v: str) -> frozenset[str]:
     2008, ref. [6]). Complexity ``O(|V| + |E|)``.
 
     Example:
-        >>> from faithgrpo.tasks.graphs.edges import parse_graph
+        >>> from faithgrpo.verifier.graphs.edges import parse_graph
         >>> sorted(markov_blanket(parse_graph("A -> V -> C; B -> C; C -> D"), "V"))
         ['A', 'B', 'C']
     """

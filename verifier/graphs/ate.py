@@ -21,11 +21,12 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Iterable, Mapping
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from faithgrpo.verifier.graphs.model import CausalGraph, node_sort_key
+
+if TYPE_CHECKING:
+    import numpy as np
 
 MAX_ATE_VARIABLES = 40  # einsum labels are limited to 52; 40 leaves room and bounds the work
 
@@ -185,6 +186,8 @@ def _validate(cpts: Mapping[str, Any]) -> dict[str, tuple[tuple[str, ...], dict]
 
 def joint_marginal(table: dict, targets: list[str], drop: str | None = None) -> np.ndarray:
     """P(targets) (or the truncated-factorisation sum with ``drop``'s factor removed) via einsum."""
+    import numpy as np  # loaded with the first ATE, so importing the verifier stays light
+
     # ancestral closure: the marginal of an ancestral set only needs that set's factors
     closure, stack = set(), list(targets)
     while stack:

@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Mapping, Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from faithgrpo.verifier.graphs.model import node_sort_key
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["stratum_table"]
 
@@ -27,6 +29,8 @@ def _joint(cpts: Mapping, variables: Sequence[str]) -> tuple[list[str], np.ndarr
 
     Returns ``(names, assignments (2^k x k, 0/1), probabilities (2^k))``.
     """
+    import numpy as np  # loaded with the first ATE stratum table
+
     closure, stack = set(), list(variables)
     while stack:
         v = stack.pop()
@@ -67,6 +71,8 @@ def stratum_table(
     The adjustment formula is ``ψ = Σ_z [P(y=1|x=1,z) − P(y=1|x=0,z)] P(z)``. Strata with P(z) = 0 are
     skipped; a zero P(x, z) with P(z) > 0 (positivity) raises ``ValueError``.
     """
+    import numpy as np  # loaded with the first ATE stratum table
+
     zs = sorted(zs, key=node_sort_key)
     names, grid, prob = _joint(cpts, [x, y, *zs])
     col = {v: i for i, v in enumerate(names)}

@@ -20,7 +20,8 @@ where                what
 ===================  =====================================================================
 
 The graphs, query kinds, grading and the certificate grammar the problems are checked with are
-:mod:`faithgrpo.verifier`'s (its names are re-exported here). Imports run one way: the verifier <-
+:mod:`faithgrpo.verifier`'s (``CausalGraph``, ``parse_graph``, ``QUERY_KINDS``, ``load_problem``,
+``grade_answer``, ... are imported from there). Imports run one way: the verifier <-
 ``causal`` <- ``certificates`` <- ``bayesnets``; ``knights_knaves`` and ``clear`` read the verifier
 and ``causal``; ``mix`` and ``sft`` sit on top. (The prompts' worked examples are gold traces:
 ``causal.prompts`` imports ``certificates.gold`` on first use.)
@@ -38,19 +39,11 @@ from faithgrpo.tasks.causal.datasets import (
 from faithgrpo.tasks.causal.prompts import chat_prompt, trace_instructions, user_message
 from faithgrpo.tasks.certificates.gold import gold_trace
 from faithgrpo.tasks.mix import TaskMixConfig, build_dataset, to_trl_row
-from faithgrpo.verifier.graphs.edges import parse_graph
-from faithgrpo.verifier.graphs.families import FAMILIES
-from faithgrpo.verifier.graphs.model import CausalGraph
-from faithgrpo.verifier.queries import format_query, grade_answer, load_problem, normalize_answer
-from faithgrpo.verifier.query_kinds import QUERY_KINDS
 
 __all__ = [
     "CAUSAL_DATASETS",
-    "FAMILIES",
-    "QUERY_KINDS",
     "CausalBNConfig",
     "CausalBNDataset",
-    "CausalGraph",
     "CausalGraphConfig",
     "CausalGraphDataset",
     "CausalStoryConfig",
@@ -58,13 +51,8 @@ __all__ = [
     "TaskMixConfig",
     "build_dataset",
     "chat_prompt",
-    "format_query",
     "gold_trace",
-    "grade_answer",
-    "load_problem",
     "make_problem",
-    "normalize_answer",
-    "parse_graph",
     "to_trl_row",
     "trace_instructions",
     "user_message",

@@ -299,9 +299,13 @@ def test_path_constructor_checks_marks():
         Path(("A", "B"), ("=>",))
 
 
-_CRITERIA_MODULES = ("graphs.criteria", "graphs.separation", "graphs.paths", "graphs.ate")
+_CRITERIA_MODULES = tuple(
+    f"faithgrpo.verifier.graphs.{m}" for m in ("criteria", "separation", "paths", "ate")
+)
 
-_QUERIES_MODULES = ("causal.queries", "causal.answers", "causal.query_predicates", "causal.strategy_methods")
+_QUERIES_MODULES = tuple(
+    f"faithgrpo.verifier.{m}" for m in ("queries", "answers", "query_predicates", "strategy_methods")
+)
 
 _CLEAR_MODULES = (
     "clear",
@@ -322,7 +326,7 @@ _CLEAR_MODULES = (
 @pytest.mark.parametrize(
     "modules",
     [
-        ("graphs.edges", "graphs.model", "graphs.families"),
+        tuple(f"faithgrpo.verifier.graphs.{m}" for m in ("edges", "model", "families")),
         _CRITERIA_MODULES,
         _QUERIES_MODULES,
         _CLEAR_MODULES,
@@ -333,6 +337,8 @@ def test_docstring_examples(modules):
     import doctest
     import importlib
 
-    mods = [importlib.import_module(f"faithgrpo.tasks.{m}") for m in modules]
+    mods = [
+        importlib.import_module(m if m.startswith("faithgrpo.") else f"faithgrpo.tasks.{m}") for m in modules
+    ]
     results = [doctest.testmod(mod, optionflags=doctest.ELLIPSIS) for mod in mods]
     assert sum(r.attempted for r in results) > 0 and sum(r.failed for r in results) == 0

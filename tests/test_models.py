@@ -196,6 +196,20 @@ def test_public_names_resolve_lazily():
         faithgrpo.not_a_name  # noqa: B018
 
 
+def test_the_symbolic_rewards_import_neither_datasets_nor_torch_nor_numpy():
+    """Scoring text needs the verifier only: no reasoning-gym zoo (seconds to import), torch or numpy
+    (numpy loads with the first ATE problem), and the tasks package itself stays unimported."""
+    code = (
+        "import sys; from faithgrpo import calver_reward, outcome_reward, format_reward; "
+        "import faithgrpo.rewards.calver.reward, faithgrpo.verifier.certificates.derivation; "
+        "print(sorted(m for m in ('reasoning_gym', 'torch', 'numpy', 'faithgrpo.tasks', 'datasets') "
+        "if m in sys.modules))"
+    )
+    out = run_with_deadline([sys.executable, "-c", code], timeout=600)
+    assert out.returncode == 0, out.log()
+    assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
 def test_older_cache_formats_are_redone(monkeypatch, tmp_path):
     monkeypatch.setenv("FAITHGRPO_CACHE", str(tmp_path))
     monkeypatch.setattr(models, "embedded_gguf_path", lambda: tmp_path / "fake.gguf")

@@ -20,3 +20,23 @@ where                what
 Imports run one way: ``graphs`` <- the query modules <- ``certificates``; nothing here imports
 ``faithgrpo.tasks`` (which produces problems and gold traces) or the rewards.
 """
+
+from faithgrpo.verifier.graphs.edges import parse_graph
+from faithgrpo.verifier.graphs.families import FAMILIES
+from faithgrpo.verifier.graphs.model import CausalGraph, GraphParseError
+from faithgrpo.verifier.queries import MODES, format_query, grade_answer, load_problem, normalize_answer
+from faithgrpo.verifier.query_kinds import QUERY_KINDS, QueryKind
+
+__all__ = [
+    "FAMILIES",
+    "MODES",
+    "QUERY_KINDS",
+    "CausalGraph",
+    "GraphParseError",
+    "QueryKind",
+    "format_query",
+    "grade_answer",
+    "load_problem",
+    "normalize_answer",
+    "parse_graph",
+]

@@ -349,7 +349,12 @@ RESULTS = Path(__file__).resolve().parents[1] / "recipes" / "results" / "selecti
 
 
 @pytest.mark.parametrize(
-    "report", sorted(p.name for p in RESULTS.glob("*.json") if not p.name.endswith(".timing.json"))
+    "report",
+    sorted(
+        str(p.relative_to(RESULTS))
+        for p in [*RESULTS.glob("*.json"), *RESULTS.glob("with_judge/*.json")]  # with_judge: --judge embedded
+        if not p.name.endswith(".timing.json")
+    ),
 )
 def test_the_committed_pools_rescore_to_the_committed_results_byte_for_byte(tmp_path, report):
     # The documented offline command (OFFLINE=1 bash recipes/selection_cpu.sh) on the committed pool
@@ -376,7 +381,7 @@ def test_the_committed_pools_rescore_to_the_committed_results_byte_for_byte(tmp_
         **extra,
     )  # fmt: skip
     run_select(config)
-    assert (tmp_path / report).read_bytes() == (RESULTS / report).read_bytes()
+    assert (tmp_path / Path(report).name).read_bytes() == (RESULTS / report).read_bytes()
 
 
 def test_the_audit_table_lists_k_in_numeric_order():

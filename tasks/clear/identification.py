@@ -31,34 +31,31 @@ def _as_set(vs: str | Iterable[str]) -> frozenset[str]:
     return frozenset((vs,)) if isinstance(vs, str) else frozenset(vs)
 
 
+def _closure(start, step, within: frozenset[str]) -> frozenset[str]:
+    """``start`` and every node of ``within`` reached from it by repeated ``step(node)`` inside ``within``."""
+    seen = set(start)
+    stack = list(start)
+    while stack:
+        for w in step(stack.pop()):
+            if w in within and w not in seen:
+                seen.add(w)
+                stack.append(w)
+    return frozenset(seen)
+
+
 def _ancestors_within(g: CausalGraph, vs: frozenset[str], within: frozenset[str]) -> frozenset[str]:
     """``vs`` and every node of ``within`` with a directed path into ``vs`` inside ``G[within]``."""
-    seen = set(vs)
-    stack = list(vs)
-    while stack:
-        v = stack.pop()
-        for p in g.parents(v):
-            if p in within and p not in seen:
-                seen.add(p)
-                stack.append(p)
-    return frozenset(seen)
+    return _closure(vs, g.parents, within)
 
 
 def _districts_within(g: CausalGraph, within: frozenset[str]) -> list[frozenset[str]]:
     """The districts of ``G[within]`` (bi-directed connected components, singletons included)."""
     out, seen = [], set()
     for v in g.nodes:
-        if v not in within or v in seen:
-            continue
-        part, stack = {v}, [v]
-        while stack:
-            w = stack.pop()
-            for s in g.siblings(w):
-                if s in within and s not in part:
-                    part.add(s)
-                    stack.append(s)
-        seen |= part
-        out.append(frozenset(part))
+        if v in within and v not in seen:
+            part = _closure((v,), g.siblings, within)
+            seen |= part
+            out.append(part)
     return out
 
 
